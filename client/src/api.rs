@@ -1,0 +1,1 @@
+//! HTTP client for the memsync API (grows with the client issue).

@@ -1,0 +1,18 @@
+//! memsync-core: the memory format, the `MEMORY.md` index and its per-entry merge, the path
+//! rules, content hashing and the wire types shared by the server and the client.
+//!
+//! Everything here is pure: no I/O, no clock, no network. Both sides validate with the same code.
+
+pub mod index;
+pub mod memory;
+pub mod merge;
+pub mod path;
+pub mod project;
+pub mod sha;
+pub mod wire;
+
+pub use index::{Index, IndexEntry, IndexItem};
+pub use memory::{MemoryDoc, MemoryType};
+pub use path::MemoryPath;
+pub use project::ProjectId;
+pub use sha::Sha256;

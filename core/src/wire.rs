@@ -1,0 +1,160 @@
+//! The JSON documents of the HTTP API (`/v1`), shared by the server and the client.
+//! `openapi.yaml` at the repository root describes the same shapes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::sha::Sha256;
+
+/// `GET /v1/projects/{team}/{name}/changes?since=N`: every path whose latest revision is greater
+/// than `since`, with its current state. `since=0` is a full snapshot, tombstones included.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PullResponse {
+    pub project: String,
+    /// The project's revision this answer reflects; the client's next `since`.
+    pub revision: i64,
+    pub since: i64,
+    pub changes: Vec<FileState>,
+}
+
+/// The state of one path at a revision: its content, or a tombstone.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileState {
+    pub path: String,
+    /// The revision that last changed this path.
+    pub revision: i64,
+    pub deleted: bool,
+    /// Absent for a tombstone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<Sha256>,
+    /// Absent for a tombstone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Display name of the user whose push made this state.
+    pub author: String,
+    /// RFC 3339 time of that push.
+    pub updated_at: String,
+}
+
+/// `POST /v1/projects/{team}/{name}/push`: one atomic batch. The `Idempotency-Key` header makes a
+/// retry apply once.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PushRequest {
+    pub changes: Vec<PushChange>,
+    /// Lets a push delete more than max(50, 10 %) of the project's files.
+    #[serde(default)]
+    pub allow_mass_delete: bool,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PushOp {
+    Put,
+    Delete,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PushChange {
+    pub path: String,
+    pub op: PushOp,
+    /// The sha256 of the version this edit started from; absent or null for a new file.
+    #[serde(default)]
+    pub base_sha256: Option<Sha256>,
+    /// The new content, for `put`.
+    #[serde(default)]
+    pub content: Option<String>,
+}
+
+/// The answer to an accepted push.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PushResponse {
+    pub project: String,
+    /// The revision this push created, or the current one when it changed nothing.
+    pub revision: i64,
+    /// Whether the push created a revision (false when every change was already there).
+    pub created_revision: bool,
+    /// The resulting state of every path this revision touched, including merged files and the
+    /// `MEMORY.md` the server kept consistent. The client takes these as its new bases.
+    pub changes: Vec<FileState>,
+    /// Paths whose content was merged three-way with a concurrent edit.
+    pub merged: Vec<String>,
+}
+
+/// `details` of a 409 `conflict` error: one entry per path that could not be merged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ConflictDetails {
+    pub conflicts: Vec<Conflict>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Conflict {
+    pub path: String,
+    /// Why it could not be applied, e.g. `overlapping_edit`, `deleted_on_server`.
+    pub reason: String,
+    pub base_sha256: Option<Sha256>,
+    /// The server's current version of the path (absent when it never existed).
+    pub server: Option<FileState>,
+}
+
+/// `details` of a 422 `validation_failed` error: every problem in the batch, at once.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ValidationDetails {
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Failure {
+    /// The path as sent (truncated when absurdly long); empty for batch-level failures.
+    pub path: String,
+    /// A stable rule id, e.g. `path_invalid`, `frontmatter_invalid`, `type_user_in_team`.
+    pub rule: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// Every error answer: `{"error":{"code","message","details"}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ErrorBody {
+    pub error: ErrorInfo,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ErrorInfo {
+    pub code: String,
+    pub message: String,
+    #[serde(default)]
+    pub details: serde_json::Value,
+}
+
+/// `GET /v1/projects/{team}/{name}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProjectInfo {
+    pub project: String,
+    pub revision: i64,
+    pub files: i64,
+    pub bytes: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// `GET /v1/me`: who the server thinks the token belongs to.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WhoAmI {
+    pub sub: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    pub teams: std::collections::BTreeMap<String, TeamRole>,
+    pub admin: bool,
+    /// Unix seconds.
+    pub expires_at: i64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum TeamRole {
+    Member,
+    Admin,
+}

@@ -1,0 +1,288 @@
+//! Bearer-token authentication and authorization.
+//!
+//! Tokens are JWTs signed with HS256 by a server key. The algorithm is pinned (a token that says
+//! `alg: none` or any other algorithm is refused), and `exp`, `iss` and `aud` are checked.
+//! Revoked `jti`s are held in memory and kept current across replicas with LISTEN/NOTIFY, so
+//! checking a token costs no database round trip.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::extract::FromRequestParts;
+use axum::http::header;
+use axum::http::request::Parts;
+use base64::Engine;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use memsync_core::ProjectId;
+use memsync_core::wire::TeamRole;
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+use crate::http::AppState;
+
+/// The Postgres channel a revocation is announced on.
+pub const REVOCATION_CHANNEL: &str = "memsync_token_revoked";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Claims {
+    pub sub: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub teams: BTreeMap<String, TeamRole>,
+    #[serde(default)]
+    pub admin: bool,
+    pub jti: Uuid,
+    pub iat: i64,
+    pub exp: i64,
+    pub iss: String,
+    pub aud: String,
+}
+
+/// A secret that never shows in `Debug` output or logs.
+#[derive(Clone)]
+pub struct Secret(Vec<u8>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// Signing and verification keys plus the pinned validation rules.
+pub struct Keys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+    pub issuer: String,
+    pub audience: String,
+}
+
+impl Keys {
+    pub fn hs256(secret: &Secret, issuer: &str, audience: &str) -> anyhow::Result<Self> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_issuer(&[issuer]);
+        validation.set_audience(&[audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.leeway = 30;
+        Ok(Keys {
+            encoding: EncodingKey::from_secret(&secret.0).context("loading the signing key")?,
+            decoding: DecodingKey::from_secret(&secret.0)
+                .context("loading the verification key")?,
+            validation,
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+        })
+    }
+
+    pub fn sign(&self, claims: &Claims) -> anyhow::Result<String> {
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
+            .context("signing the token")
+    }
+
+    pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .map(|data| data.claims)
+            .map_err(|e| {
+                use jsonwebtoken::errors::ErrorKind as K;
+                let why = match e.kind() {
+                    K::ExpiredSignature => "the token has expired; ask an admin for a new one",
+                    K::InvalidAudience => "the token was issued for another audience",
+                    K::InvalidIssuer => "the token was issued by another issuer",
+                    K::InvalidSignature => "the token's signature does not verify",
+                    K::InvalidAlgorithm => {
+                        "the token uses an algorithm this server does not accept"
+                    }
+                    K::MissingRequiredClaim(_) => "the token lacks a required claim",
+                    _ => "the token is malformed",
+                };
+                ApiError::Unauthenticated(why.into())
+            })
+    }
+}
+
+/// Loads the HS256 key: `MEMSYNC_JWT_SECRET` (given to `from_env`) wins, else `<data-dir>/jwt.key`,
+/// generated with mode 0600 on first start.
+pub fn load_or_create_secret(from_env: Option<&str>, data_dir: &Path) -> anyhow::Result<Secret> {
+    if let Some(s) = from_env {
+        anyhow::ensure!(
+            s.len() >= 32,
+            "MEMSYNC_JWT_SECRET must be at least 32 characters (e.g. `openssl rand -base64 48`)"
+        );
+        return Ok(Secret(s.as_bytes().to_vec()));
+    }
+    let path = data_dir.join("jwt.key");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let key = base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .with_context(|| format!("{} is not base64", path.display()))?;
+            anyhow::ensure!(
+                key.len() >= 32,
+                "{} holds a key shorter than 32 bytes",
+                path.display()
+            );
+            Ok(Secret(key))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let key: [u8; 48] = rand::random();
+            std::fs::create_dir_all(data_dir)
+                .with_context(|| format!("creating {}", data_dir.display()))?;
+            let tmp = data_dir.join(format!("jwt.key.tmp{}", std::process::id()));
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)
+                .with_context(|| format!("creating {}", tmp.display()))?;
+            writeln!(
+                f,
+                "{}",
+                base64::engine::general_purpose::STANDARD.encode(key)
+            )?;
+            f.sync_all()?;
+            // hard_link fails if another process created the key meanwhile: then use theirs.
+            match std::fs::hard_link(&tmp, &path) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    tracing::info!(path = %path.display(), "generated a new token signing key");
+                    Ok(Secret(key.to_vec()))
+                }
+                Err(_) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    load_or_create_secret(None, data_dir)
+                }
+            }
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// The set of revoked, not yet expired token ids.
+#[derive(Default, Clone)]
+pub struct Revocations(Arc<RwLock<HashSet<Uuid>>>);
+
+impl Revocations {
+    pub fn is_revoked(&self, jti: &Uuid) -> bool {
+        self.0.read().map(|s| s.contains(jti)).unwrap_or(true)
+    }
+
+    pub fn insert(&self, jti: Uuid) {
+        if let Ok(mut s) = self.0.write() {
+            s.insert(jti);
+        }
+    }
+
+    pub async fn reload(&self, pool: &PgPool) -> anyhow::Result<()> {
+        let rows: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT jti FROM tokens WHERE revoked_at IS NOT NULL AND expires_at > now() - interval '1 minute'",
+        )
+        .fetch_all(pool)
+        .await?;
+        if let Ok(mut s) = self.0.write() {
+            *s = rows.into_iter().collect();
+        }
+        Ok(())
+    }
+
+    /// Keeps the set current: a LISTEN for revocations (reconnecting on failure, reloading the
+    /// whole set each time it reconnects) plus a full reload every 30 s as a safety net.
+    pub fn spawn_watcher(&self, pool: PgPool) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                match sqlx::postgres::PgListener::connect_with(&pool).await {
+                    Ok(mut listener) => {
+                        if let Err(e) = listener.listen(REVOCATION_CHANNEL).await {
+                            tracing::warn!(error = %e, "LISTEN for revocations failed");
+                        } else {
+                            if let Err(e) = me.reload(&pool).await {
+                                tracing::warn!(error = %e, "reloading revocations failed");
+                            }
+                            loop {
+                                match tokio::time::timeout(Duration::from_secs(30), listener.recv())
+                                    .await
+                                {
+                                    Ok(Ok(n)) => match n.payload().parse::<Uuid>() {
+                                        Ok(jti) => me.insert(jti),
+                                        Err(_) => {
+                                            let _ = me.reload(&pool).await;
+                                        }
+                                    },
+                                    Ok(Err(e)) => {
+                                        tracing::warn!(error = %e, "revocation listener lost its connection");
+                                        break;
+                                    }
+                                    Err(_) => {
+                                        if let Err(e) = me.reload(&pool).await {
+                                            tracing::warn!(error = %e, "reloading revocations failed");
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "revocation listener cannot connect"),
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+    }
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub claims: Claims,
+}
+
+impl Principal {
+    /// Members and admins of the project's team, and server admins.
+    pub fn can_access(&self, project: &ProjectId) -> bool {
+        self.claims.admin || self.claims.teams.contains_key(project.team())
+    }
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let value = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .ok_or_else(|| {
+                ApiError::Unauthenticated(
+                    "missing `Authorization: Bearer <token>`; get a token with `memsync login`"
+                        .into(),
+                )
+            })?
+            .to_str()
+            .map_err(|_| {
+                ApiError::Unauthenticated("the Authorization header is not ASCII".into())
+            })?;
+        let token = value
+            .strip_prefix("Bearer ")
+            .or_else(|| value.strip_prefix("bearer "))
+            .ok_or_else(|| {
+                ApiError::Unauthenticated(
+                    "the Authorization header must be `Bearer <token>`".into(),
+                )
+            })?
+            .trim();
+        let claims = state.keys.verify(token)?;
+        if state.revocations.is_revoked(&claims.jti) {
+            return Err(ApiError::Unauthenticated(
+                "the token has been revoked; ask an admin for a new one".into(),
+            ));
+        }
+        Ok(Principal { claims })
+    }
+}

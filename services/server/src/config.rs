@@ -1,0 +1,217 @@
+//! The server's configuration: one typed struct built from flags and `MEMSYNC_*` environment
+//! variables (flag > environment > default). Secrets are wrapped so they never reach a log.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "memsync-server",
+    version,
+    about = "memsync's sync server: team memories for coding agents, in PostgreSQL",
+    after_help = "Without a database URL, memsync-server runs an embedded PostgreSQL inside --data-dir."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP server (the default).
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Issue, list and revoke API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Issue a token and print it alone on stdout.
+    Issue(IssueArgs),
+    /// List issued tokens (never the tokens themselves).
+    List {
+        /// Include revoked and expired tokens.
+        #[arg(long)]
+        all: bool,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by its id (`jti`); it stops working on every replica within a second.
+    Revoke {
+        /// The token id, as shown by `token list`.
+        jti: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct IssueArgs {
+    /// The user's name (the token's `sub` and `name`).
+    #[arg(long)]
+    pub user: String,
+    #[arg(long)]
+    pub email: Option<String>,
+    /// A team the user belongs to; `TEAM:admin` makes them an admin of it. Repeatable.
+    #[arg(long = "team", value_name = "TEAM[:admin]")]
+    pub teams: Vec<String>,
+    /// Make the token a server-wide admin.
+    #[arg(long)]
+    pub admin: bool,
+    /// How long the token is valid, e.g. `90d`, `12h`.
+    #[arg(long, default_value = "90d", value_parser = humantime::parse_duration)]
+    pub ttl: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Address to listen on.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_LISTEN",
+        default_value = "127.0.0.1:7878"
+    )]
+    pub listen: SocketAddr,
+    /// Where the server keeps its files (signing key, embedded PostgreSQL).
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_DATA_DIR",
+        default_value = "./memsync-data"
+    )]
+    pub data_dir: PathBuf,
+    /// PostgreSQL URL (also DATABASE_URL); without one an embedded PostgreSQL runs in --data-dir.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_DATABASE_URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
+    /// Expected `iss` of tokens, and the issuer of tokens this server issues.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_JWT_ISSUER",
+        default_value = "memsync"
+    )]
+    pub jwt_issuer: String,
+    /// Expected `aud` of tokens.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_JWT_AUDIENCE",
+        default_value = "memsync"
+    )]
+    pub jwt_audience: String,
+    /// Largest memory file accepted, in bytes.
+    #[arg(long, global = true, env = "MEMSYNC_MAX_FILE_BYTES", default_value_t = 100 * 1024)]
+    pub max_file_bytes: usize,
+    /// Most live files one project may hold.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_MAX_FILES_PER_PROJECT",
+        default_value_t = 10_000
+    )]
+    pub max_files_per_project: i64,
+    /// Largest request body accepted, in bytes.
+    #[arg(long, global = true, env = "MEMSYNC_MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Most changes one push may carry.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_MAX_CHANGES_PER_PUSH",
+        default_value_t = 2_000
+    )]
+    pub max_changes_per_push: usize,
+    /// Time limit for one request.
+    #[arg(long, global = true, env = "MEMSYNC_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub request_timeout: Duration,
+    /// Database connections in the pool.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_DB_POOL_SIZE",
+        default_value_t = 16
+    )]
+    pub db_pool_size: u32,
+    /// Log format: `auto` (JSON when stderr is not a terminal), `json` or `text`.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_LOG_FORMAT",
+        default_value = "auto"
+    )]
+    pub log_format: String,
+}
+
+/// A secret string: shown as `[redacted]` by `Debug`.
+#[derive(Clone)]
+pub struct SecretString(String);
+
+impl SecretString {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// The resolved configuration the server runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub database_url: Option<SecretString>,
+    pub jwt_secret: Option<SecretString>,
+    pub jwt_issuer: String,
+    pub jwt_audience: String,
+    pub max_file_bytes: usize,
+    pub max_files_per_project: i64,
+    pub max_body_bytes: usize,
+    pub max_changes_per_push: usize,
+    pub request_timeout: Duration,
+    pub db_pool_size: u32,
+}
+
+impl Config {
+    pub fn from_args(g: &GlobalArgs) -> Config {
+        let database_url = g
+            .database_url
+            .clone()
+            .or_else(|| std::env::var("DATABASE_URL").ok())
+            .filter(|s| !s.is_empty())
+            .map(SecretString);
+        Config {
+            listen: g.listen,
+            data_dir: g.data_dir.clone(),
+            database_url,
+            jwt_secret: std::env::var("MEMSYNC_JWT_SECRET")
+                .ok()
+                .filter(|s| !s.is_empty())
+                .map(SecretString),
+            jwt_issuer: g.jwt_issuer.clone(),
+            jwt_audience: g.jwt_audience.clone(),
+            max_file_bytes: g.max_file_bytes,
+            max_files_per_project: g.max_files_per_project,
+            max_body_bytes: g.max_body_bytes,
+            max_changes_per_push: g.max_changes_per_push,
+            request_timeout: g.request_timeout,
+            db_pool_size: g.db_pool_size.max(2),
+        }
+    }
+}

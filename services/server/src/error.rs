@@ -1,0 +1,124 @@
+//! `ApiError`: every failure a handler can answer with, mapped once to the JSON error shape
+//! `{"error":{"code","message","details"}}` with a stable `code`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use memsync_core::wire::{ErrorBody, ErrorInfo};
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// Also what another team's project answers, so project names don't leak.
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{message}")]
+    BadRequest { code: &'static str, message: String },
+    #[error("{message}")]
+    Unprocessable {
+        code: &'static str,
+        message: String,
+        details: Value,
+    },
+    #[error("{message}")]
+    Conflict { message: String, details: Value },
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{message}")]
+    Unavailable { message: String },
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Unauthenticated(_) => "unauthenticated",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::BadRequest { code, .. } | ApiError::Unprocessable { code, .. } => code,
+            ApiError::Conflict { .. } => "conflict",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::Unavailable { .. } => "unavailable",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+
+    /// The JSON body this error answers with; also what an idempotent replay stores.
+    pub fn body(&self) -> ErrorBody {
+        let details = match self {
+            ApiError::Unprocessable { details, .. } | ApiError::Conflict { details, .. } => {
+                details.clone()
+            }
+            _ => Value::Object(Default::default()),
+        };
+        ErrorBody {
+            error: ErrorInfo {
+                code: self.code().to_owned(),
+                // A 500 never leaks internals: the cause goes to the log only.
+                message: self.to_string(),
+                details,
+            },
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => ApiError::Unavailable {
+                message: "the database is unavailable; retry shortly".into(),
+            },
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        match &self {
+            ApiError::Internal(e) => tracing::error!(error = format!("{e:#}"), "internal error"),
+            ApiError::Unavailable { .. } => tracing::warn!(code = self.code(), "unavailable"),
+            _ => tracing::debug!(
+                code = self.code(),
+                status = status.as_u16(),
+                "request refused"
+            ),
+        }
+        let mut resp = (status, axum::Json(self.body())).into_response();
+        if matches!(self, ApiError::Unauthenticated(_)) {
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"memsync\""),
+            );
+        }
+        if matches!(self, ApiError::Unavailable { .. }) {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+        }
+        resp
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

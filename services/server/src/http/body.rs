@@ -1,0 +1,118 @@
+//! `JsonBody<T>`: a JSON request body whose every failure (too large, not UTF-8, malformed,
+//! wrong shape) is a clear JSON error, never axum's plain-text rejection.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::header;
+use memsync_core::Sha256;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+pub struct JsonBody<T> {
+    pub value: T,
+    /// sha256 of the raw body.
+    pub sha256: Sha256,
+}
+
+impl<S, T> FromRequest<S> for JsonBody<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| {
+                let ct = ct.split(';').next().unwrap_or("").trim();
+                ct.eq_ignore_ascii_case("application/json")
+            });
+        if !is_json {
+            return Err(ApiError::bad_request(
+                "unsupported_media_type",
+                "send the body as JSON with `Content-Type: application/json`",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge(
+                    "the request body is larger than this server accepts (--max-body-bytes); split the push into smaller ones".into(),
+                )
+            } else {
+                ApiError::bad_request("body_unreadable", "the request body could not be read")
+            }
+        })?;
+        if let Err(e) = std::str::from_utf8(&bytes) {
+            return Err(ApiError::bad_request(
+                "invalid_utf8",
+                format!(
+                    "the request body is not valid UTF-8 (first bad byte at offset {}); memories are UTF-8 text",
+                    e.valid_up_to()
+                ),
+            ));
+        }
+        let value = serde_json::from_slice(&bytes).map_err(|e| {
+            // serde_json's message names the line, column and the expected shape; quoted values
+            // in it are cut so that content (maybe a secret) is never echoed.
+            ApiError::bad_request(
+                "malformed_json",
+                format!(
+                    "the request body is not the expected JSON: {}",
+                    redact_quoted(&e.to_string())
+                ),
+            )
+        })?;
+        Ok(JsonBody {
+            value,
+            sha256: Sha256::of(&bytes),
+        })
+    }
+}
+
+/// Replaces every quoted value longer than a few characters in an error message with `"…"`.
+fn redact_quoted(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(start) = rest.find('"') {
+        out.push_str(&rest[..=start]);
+        let after = &rest[start + 1..];
+        match after.find('"') {
+            Some(end) => {
+                let quoted = &after[..end];
+                if quoted.chars().count() > 24 || quoted.contains(char::is_whitespace) {
+                    out.push('…');
+                } else {
+                    out.push_str(quoted);
+                }
+                out.push('"');
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push('…');
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quoted_values_are_cut() {
+        let m = super::redact_quoted(
+            "invalid type: string \"AKIAIOSFODNN7EXAMPLEXXXXXXXX\", expected `put`",
+        );
+        assert!(!m.contains("AKIA"), "{m}");
+        assert!(m.contains("expected `put`"));
+        assert_eq!(
+            super::redact_quoted("unknown field `x`"),
+            "unknown field `x`"
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! The HTTP layer: routes, extractors and middleware. Handlers are thin: extract, call the
+//! domain function, map the result.
+
+mod body;
+pub mod metrics;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post};
+use axum::{Json, Router};
+use memsync_core::ProjectId;
+use memsync_core::wire::WhoAmI;
+use serde::Deserialize;
+use sqlx::PgPool;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::auth::{Keys, Principal, Revocations};
+use crate::error::{ApiError, ApiResult};
+use crate::sync::{self, Pull, PushMeta, PushOutcome, SyncLimits};
+pub use body::JsonBody;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    pub keys: Arc<Keys>,
+    pub revocations: Revocations,
+    pub limits: SyncLimits,
+    pub metrics: Arc<metrics::Metrics>,
+}
+
+static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Every route, the one table both the router and the OpenAPI check are built from.
+fn routes() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
+    vec![
+        ("GET", "/healthz", get(healthz)),
+        ("GET", "/readyz", get(readyz)),
+        ("GET", "/metrics", get(metrics::render)),
+        ("GET", "/v1/me", get(whoami)),
+        ("GET", "/v1/projects/{team}/{name}", get(project_info)),
+        ("GET", "/v1/projects/{team}/{name}/changes", get(pull)),
+        ("POST", "/v1/projects/{team}/{name}/push", post(push)),
+    ]
+}
+
+/// (method, path template) of every route; `openapi.yaml` must describe exactly these.
+#[cfg_attr(not(test), allow(dead_code))]
+pub fn route_table() -> Vec<(&'static str, &'static str)> {
+    routes().into_iter().map(|(m, p, _)| (m, p)).collect()
+}
+
+pub fn router(state: AppState, max_body_bytes: usize, request_timeout: Duration) -> Router {
+    let mut app = Router::new();
+    for (_, path, handler) in routes() {
+        app = app.route(path, handler);
+    }
+    app.layer(DefaultBodyLimit::max(max_body_bytes))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+                let id = req
+                    .headers()
+                    .get(&REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("-");
+                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            }),
+        )
+        .layer(TimeoutLayer::with_status_code(StatusCode::GATEWAY_TIMEOUT, request_timeout))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
+        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such route; the API is under /v1 (see openapi.yaml)".into())
+}
+
+async fn method_not_allowed() -> Response {
+    let body =
+        ApiError::bad_request("method_not_allowed", "this route does not take that method").body();
+    (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+}
+
+async fn healthz() -> impl IntoResponse {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    match crate::db::ready(&state.pool).await {
+        Ok(()) => Json(serde_json::json!({ "status": "ready" })).into_response(),
+        Err(reason) => {
+            tracing::warn!(%reason, "not ready");
+            ApiError::Unavailable {
+                message: "not ready: the database is unreachable or not migrated".into(),
+            }
+            .into_response()
+        }
+    }
+}
+
+fn request_id(headers: &HeaderMap) -> Option<&str> {
+    headers.get(&REQUEST_ID).and_then(|v| v.to_str().ok())
+}
+
+/// A project the caller may reach; another team's project is "not found", never "forbidden".
+fn reachable(principal: &Principal, team: &str, name: &str) -> ApiResult<ProjectId> {
+    let project = ProjectId::new(team, name)
+        .map_err(|e| ApiError::bad_request("invalid_project", e.to_string()))?;
+    if !principal.can_access(&project) {
+        return Err(sync::not_found(&project));
+    }
+    Ok(project)
+}
+
+async fn whoami(principal: Principal) -> Json<WhoAmI> {
+    let c = principal.claims;
+    Json(WhoAmI {
+        sub: c.sub,
+        name: c.name,
+        email: c.email,
+        teams: c.teams,
+        admin: c.admin,
+        expires_at: c.exp,
+    })
+}
+
+async fn project_info(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let project = reachable(&principal, &team, &name)?;
+    let info = crate::store::memories::info(&state.pool, &project)
+        .await?
+        .ok_or_else(|| sync::not_found(&project))?;
+    Ok(Json(info).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+struct PullQuery {
+    #[serde(default)]
+    since: Option<String>,
+}
+
+async fn pull(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    Query(q): Query<PullQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let project = reachable(&principal, &team, &name)?;
+    let since = match q.since.as_deref() {
+        None | Some("") => 0,
+        Some(s) => s.parse::<i64>().map_err(|_| {
+            ApiError::bad_request(
+                "invalid_since",
+                "`since` must be a revision number (0 for everything)",
+            )
+        })?,
+    };
+    let inm = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok());
+    match sync::pull(&state.pool, &project, since, inm).await? {
+        Pull::NotModified { revision } => Ok((
+            StatusCode::NOT_MODIFIED,
+            [(header::ETAG, etag_header(revision))],
+        )
+            .into_response()),
+        Pull::Changes(body) => {
+            let tag = etag_header(body.revision);
+            Ok((
+                [
+                    (header::ETAG, tag),
+                    (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+                ],
+                Json(body),
+            )
+                .into_response())
+        }
+    }
+}
+
+fn etag_header(revision: i64) -> HeaderValue {
+    HeaderValue::from_str(&sync::etag(revision)).unwrap_or(HeaderValue::from_static("\"\""))
+}
+
+async fn push(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: JsonBody<memsync_core::wire::PushRequest>,
+) -> ApiResult<Response> {
+    let project = reachable(&principal, &team, &name)?;
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => {
+            let k = v.to_str().ok().filter(|k| {
+                !k.is_empty() && k.len() <= 200 && k.bytes().all(|b| b.is_ascii_graphic())
+            });
+            Some(k.ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_idempotency_key",
+                    "Idempotency-Key must be 1-200 visible ASCII characters, e.g. a UUID",
+                )
+            })?)
+        }
+    };
+    let meta = PushMeta {
+        project: &project,
+        principal: &principal,
+        request_id: request_id(&headers),
+        idempotency_key: key,
+        request_hash: body.sha256.to_hex(),
+    };
+    match sync::push(&state.pool, state.limits, meta, body.value).await? {
+        PushOutcome::Applied(resp) => Ok(Json(resp).into_response()),
+        PushOutcome::Replayed(status, stored) => Ok((
+            StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+            [(
+                HeaderName::from_static("idempotent-replayed"),
+                HeaderValue::from_static("true"),
+            )],
+            Json(stored),
+        )
+            .into_response()),
+    }
+}

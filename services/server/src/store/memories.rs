@@ -1,0 +1,359 @@
+//! Projects, revisions, memory versions and the current state of every path.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use memsync_core::wire::{FileState, ProjectInfo};
+use memsync_core::{ProjectId, Sha256};
+use sqlx::{PgConnection, PgExecutor};
+
+/// The project row, locked for the rest of the transaction.
+#[derive(Debug, Clone, Copy)]
+pub struct LockedProject {
+    pub revision: i64,
+    pub files: i64,
+}
+
+/// The stored state of one path.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub revision: i64,
+    pub deleted: bool,
+    pub sha256: Option<Sha256>,
+    pub content: Option<String>,
+    pub author_name: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Stored {
+    pub fn to_file_state(&self, path: &str) -> FileState {
+        FileState {
+            path: path.to_owned(),
+            revision: self.revision,
+            deleted: self.deleted,
+            sha256: self.sha256,
+            content: self.content.clone(),
+            author: self.author_name.clone(),
+            updated_at: rfc3339(self.updated_at),
+        }
+    }
+}
+
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A new state of one path, written by a revision.
+#[derive(Debug, Clone)]
+pub struct NewState {
+    pub path: String,
+    /// None for a tombstone.
+    pub content: Option<String>,
+    pub merged: bool,
+}
+
+impl NewState {
+    pub fn sha256(&self) -> Option<Sha256> {
+        self.content.as_deref().map(|c| Sha256::of(c.as_bytes()))
+    }
+}
+
+type StoredRow = (
+    String,
+    i64,
+    bool,
+    Option<String>,
+    Option<String>,
+    String,
+    DateTime<Utc>,
+);
+
+fn stored_from_row(r: StoredRow) -> (String, Stored) {
+    let (path, revision, deleted, sha, content, author_name, updated_at) = r;
+    (
+        path,
+        Stored {
+            revision,
+            deleted,
+            sha256: sha.and_then(|s| s.parse().ok()),
+            content,
+            author_name,
+            updated_at,
+        },
+    )
+}
+
+/// The project's current revision: one primary-key lookup.
+pub async fn revision<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT revision FROM projects WHERE team = $1 AND project = $2")
+        .bind(project.team())
+        .bind(project.as_str())
+        .fetch_optional(db)
+        .await
+}
+
+pub async fn info<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+) -> sqlx::Result<Option<ProjectInfo>> {
+    let row: Option<(i64, i32, i64, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT revision, files, bytes, created_at, updated_at FROM projects WHERE team = $1 AND project = $2",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .fetch_optional(db)
+    .await?;
+    Ok(
+        row.map(|(revision, files, bytes, created, updated)| ProjectInfo {
+            project: project.to_string(),
+            revision,
+            files: files.into(),
+            bytes,
+            created_at: rfc3339(created),
+            updated_at: rfc3339(updated),
+        }),
+    )
+}
+
+/// Every path changed after `since` up to `upto`, in revision then path order.
+pub async fn changes_since<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    since: i64,
+    upto: i64,
+) -> sqlx::Result<Vec<FileState>> {
+    let rows: Vec<StoredRow> = sqlx::query_as(
+        "SELECT path, revision, deleted, sha256, content, author_name, updated_at FROM memories
+         WHERE team = $1 AND project = $2 AND revision > $3 AND revision <= $4
+         ORDER BY revision, path",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(since)
+    .bind(upto)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let (path, s) = stored_from_row(r);
+            s.to_file_state(&path)
+        })
+        .collect())
+}
+
+/// Creates the team and the project if they do not exist yet.
+pub async fn ensure_project(conn: &mut PgConnection, project: &ProjectId) -> sqlx::Result<()> {
+    sqlx::query("INSERT INTO teams (team) VALUES ($1) ON CONFLICT DO NOTHING")
+        .bind(project.team())
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("INSERT INTO projects (team, project) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+        .bind(project.team())
+        .bind(project.as_str())
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Locks the project row: pushes to one project are applied one at a time, so revisions are
+/// consecutive and every push sees the one before it.
+pub async fn lock_project(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+) -> sqlx::Result<Option<LockedProject>> {
+    let row: Option<(i64, i32)> = sqlx::query_as(
+        "SELECT revision, files FROM projects WHERE team = $1 AND project = $2 FOR UPDATE",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.map(|(revision, files)| LockedProject {
+        revision,
+        files: files.into(),
+    }))
+}
+
+/// The stored state of each of `paths` that the project has ever had.
+pub async fn current(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    paths: &[String],
+) -> sqlx::Result<HashMap<String, Stored>> {
+    let rows: Vec<StoredRow> = sqlx::query_as(
+        "SELECT path, revision, deleted, sha256, content, author_name, updated_at FROM memories
+         WHERE team = $1 AND project = $2 AND path = ANY($3)",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(paths)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().map(stored_from_row).collect())
+}
+
+/// The content of the version of `path` whose hash is `sha`, if any was ever stored.
+pub async fn version_content(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    path: &str,
+    sha: &Sha256,
+) -> sqlx::Result<Option<String>> {
+    let row: Option<Option<String>> = sqlx::query_scalar(
+        "SELECT content FROM memory_versions
+         WHERE team = $1 AND project = $2 AND path = $3 AND sha256 = $4 LIMIT 1",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(path)
+    .bind(sha.to_hex())
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.flatten())
+}
+
+/// Live paths under `dir` (all live paths for the root, `""`).
+pub async fn live_paths_under(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    dir: &str,
+) -> sqlx::Result<Vec<String>> {
+    // With the "C" collation, the paths under `d/` are exactly those in [`d/`, `d0`).
+    let (lo, hi) = if dir.is_empty() {
+        (String::new(), None)
+    } else {
+        (format!("{dir}/"), Some(format!("{dir}0")))
+    };
+    sqlx::query_scalar(
+        "SELECT path FROM memories
+         WHERE team = $1 AND project = $2 AND NOT deleted AND path >= $3 AND ($4::text IS NULL OR path < $4)",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(lo)
+    .bind(hi)
+    .fetch_all(&mut *conn)
+    .await
+}
+
+/// The contents of live `paths`.
+pub async fn live_contents(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    paths: &[String],
+) -> sqlx::Result<HashMap<String, String>> {
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT path, content FROM memories
+         WHERE team = $1 AND project = $2 AND path = ANY($3) AND NOT deleted AND content IS NOT NULL",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(paths)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Who made a revision.
+pub struct Author<'a> {
+    pub sub: &'a str,
+    pub name: &'a str,
+    pub email: Option<&'a str>,
+    pub request_id: Option<&'a str>,
+}
+
+/// Writes one revision: bumps the counter, records the revision, appends every new version and
+/// moves the current state. Returns the new revision and its time.
+pub async fn write_revision(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    author: &Author<'_>,
+    states: &[NewState],
+    files_delta: i64,
+    bytes_delta: i64,
+) -> sqlx::Result<(i64, DateTime<Utc>)> {
+    let (revision, at): (i64, DateTime<Utc>) = sqlx::query_as(
+        "UPDATE projects SET revision = revision + 1, files = files + $3, bytes = bytes + $4, updated_at = now()
+         WHERE team = $1 AND project = $2 RETURNING revision, updated_at",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(i32::try_from(files_delta).unwrap_or(i32::MAX))
+    .bind(bytes_delta)
+    .fetch_one(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO revisions (team, project, revision, author_sub, author_name, author_email, request_id, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(revision)
+    .bind(author.sub)
+    .bind(author.name)
+    .bind(author.email)
+    .bind(author.request_id)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+
+    let paths: Vec<&str> = states.iter().map(|s| s.path.as_str()).collect();
+    let deleted: Vec<bool> = states.iter().map(|s| s.content.is_none()).collect();
+    let shas: Vec<Option<String>> = states
+        .iter()
+        .map(|s| s.sha256().map(|h| h.to_hex()))
+        .collect();
+    let contents: Vec<Option<&str>> = states.iter().map(|s| s.content.as_deref()).collect();
+    let sizes: Vec<i32> = states
+        .iter()
+        .map(|s| {
+            s.content
+                .as_ref()
+                .map_or(0, |c| i32::try_from(c.len()).unwrap_or(i32::MAX))
+        })
+        .collect();
+    let merged: Vec<bool> = states.iter().map(|s| s.merged).collect();
+    sqlx::query(
+        "INSERT INTO memory_versions (team, project, path, revision, deleted, sha256, content, size, merged, created_at)
+         SELECT $1, $2, p, $3, d, s, c, z, m, $4
+         FROM UNNEST($5::text[], $6::bool[], $7::text[], $8::text[], $9::int[], $10::bool[]) AS t(p, d, s, c, z, m)",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(revision)
+    .bind(at)
+    .bind(&paths)
+    .bind(&deleted)
+    .bind(&shas)
+    .bind(&contents)
+    .bind(&sizes)
+    .bind(&merged)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO memories (team, project, path, revision, deleted, sha256, content, size, author_name, updated_at)
+         SELECT $1, $2, p, $3, d, s, c, z, $4, $5
+         FROM UNNEST($6::text[], $7::bool[], $8::text[], $9::text[], $10::int[]) AS t(p, d, s, c, z)
+         ON CONFLICT (team, project, path) DO UPDATE SET
+            revision = EXCLUDED.revision, deleted = EXCLUDED.deleted, sha256 = EXCLUDED.sha256,
+            content = EXCLUDED.content, size = EXCLUDED.size, author_name = EXCLUDED.author_name,
+            updated_at = EXCLUDED.updated_at",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(revision)
+    .bind(author.name)
+    .bind(at)
+    .bind(&paths)
+    .bind(&deleted)
+    .bind(&shas)
+    .bind(&contents)
+    .bind(&sizes)
+    .execute(&mut *conn)
+    .await?;
+    Ok((revision, at))
+}

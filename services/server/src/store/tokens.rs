@@ -1,0 +1,120 @@
+//! Issued tokens, by `jti`. Only the claims are kept; the signed token never is.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::auth::{Claims, REVOCATION_CHANNEL};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenRecord {
+    pub jti: Uuid,
+    pub sub: String,
+    pub name: String,
+    pub email: Option<String>,
+    pub teams: serde_json::Value,
+    pub admin: bool,
+    pub issued_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub issued_by: String,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub revoked_by: Option<String>,
+}
+
+pub async fn insert(pool: &PgPool, claims: &Claims, issued_by: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO tokens (jti, sub, name, email, teams, admin, issued_at, expires_at, issued_by)
+         VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8), $9)",
+    )
+    .bind(claims.jti)
+    .bind(&claims.sub)
+    .bind(&claims.name)
+    .bind(&claims.email)
+    .bind(serde_json::to_value(&claims.teams).unwrap_or_default())
+    .bind(claims.admin)
+    .bind(claims.iat as f64)
+    .bind(claims.exp as f64)
+    .bind(issued_by)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+type TokenRow = (
+    Uuid,
+    String,
+    String,
+    Option<String>,
+    serde_json::Value,
+    bool,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    String,
+    Option<DateTime<Utc>>,
+    Option<String>,
+);
+
+pub async fn list(pool: &PgPool, include_inactive: bool) -> sqlx::Result<Vec<TokenRecord>> {
+    let rows: Vec<TokenRow> = sqlx::query_as(
+        "SELECT jti, sub, name, email, teams, admin, issued_at, expires_at, issued_by, revoked_at, revoked_by
+         FROM tokens WHERE $1 OR (revoked_at IS NULL AND expires_at > now())
+         ORDER BY issued_at DESC",
+    )
+    .bind(include_inactive)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| TokenRecord {
+            jti: r.0,
+            sub: r.1,
+            name: r.2,
+            email: r.3,
+            teams: r.4,
+            admin: r.5,
+            issued_at: r.6,
+            expires_at: r.7,
+            issued_by: r.8,
+            revoked_at: r.9,
+            revoked_by: r.10,
+        })
+        .collect())
+}
+
+pub enum Revoked {
+    Now,
+    Already,
+    Unknown,
+}
+
+/// Marks the token revoked and tells every replica (NOTIFY) in the same transaction.
+pub async fn revoke(pool: &PgPool, jti: Uuid, by: &str) -> sqlx::Result<Revoked> {
+    let mut tx = pool.begin().await?;
+    let prior: Option<Option<DateTime<Utc>>> =
+        sqlx::query_scalar("SELECT revoked_at FROM tokens WHERE jti = $1 FOR UPDATE")
+            .bind(jti)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let outcome = match prior {
+        None => Revoked::Unknown,
+        Some(Some(_)) => Revoked::Already,
+        Some(None) => {
+            sqlx::query("UPDATE tokens SET revoked_at = now(), revoked_by = $2 WHERE jti = $1")
+                .bind(jti)
+                .bind(by)
+                .execute(&mut *tx)
+                .await?;
+            Revoked::Now
+        }
+    };
+    if !matches!(outcome, Revoked::Unknown) {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(REVOCATION_CHANNEL)
+            .bind(jti.to_string())
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(outcome)
+}

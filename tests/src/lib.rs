@@ -1,0 +1,1 @@
+//! Test harness: starts the real memsync-server against a fresh database.
