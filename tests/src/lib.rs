@@ -1,1 +1,437 @@
-//! Test harness: starts the real memsync-server against a fresh database.
+//! Test harness: a fresh database per test on a shared PostgreSQL, and the real
+//! `memsync-server` binary started on a loopback port against it.
+//!
+//! The shared cluster comes from `MEMSYNC_TEST_DATABASE_URL` (an admin URL), which `scripts/test`
+//! sets after starting a throwaway cluster.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+use sqlx::Connection;
+
+/// The HS256 secret every test server signs with, so tests can also forge tokens.
+pub const TEST_JWT_SECRET: &str = "memsync-test-secret-0123456789-abcdefghijklmnopqrstuvwxyz";
+
+/// Path of a binary built by this workspace (`target/<profile>/<name>`).
+pub fn bin_path(name: &str) -> PathBuf {
+    let var = format!("MEMSYNC_{}_BIN", name.to_uppercase().replace('-', "_"));
+    if let Some(p) = std::env::var_os(var) {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut dir = exe.parent().expect("exe dir").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let p = dir.join(name);
+    assert!(
+        p.is_file(),
+        "{} is not built; run `cargo build --workspace --bins` first (scripts/test does)",
+        p.display()
+    );
+    p
+}
+
+/// The admin URL of the shared test cluster.
+pub fn cluster_url() -> String {
+    std::env::var("MEMSYNC_TEST_DATABASE_URL").unwrap_or_else(|_| {
+        panic!("MEMSYNC_TEST_DATABASE_URL is not set: run the tests with `scripts/test`, which starts a PostgreSQL for them")
+    })
+}
+
+/// A fresh, empty database on the shared cluster.
+pub struct TestDb {
+    pub name: String,
+    pub url: String,
+}
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        let admin = cluster_url();
+        let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = sqlx::PgConnection::connect(&admin)
+            .await
+            .expect("connect to test cluster");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut conn)
+            .await
+            .expect("create test database");
+        let url = with_database(&admin, &name);
+        TestDb { name, url }
+    }
+
+    pub async fn connect(&self) -> sqlx::PgConnection {
+        sqlx::PgConnection::connect(&self.url)
+            .await
+            .expect("connect to test database")
+    }
+}
+
+/// Replaces the database name of a postgres URL.
+fn with_database(url: &str, db: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[scheme_end..].find('/') {
+        Some(i) => &base[..scheme_end + i],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{db}?{q}"),
+        None => format!("{base}/{db}"),
+    }
+}
+
+/// A running `memsync-server` process.
+pub struct Server {
+    child: Option<Child>,
+    pub url: String,
+    pub database_url: Option<String>,
+    pub data_dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    extra_args: Vec<String>,
+    log_path: PathBuf,
+    /// Sign with the key the server generates in its data dir instead of TEST_JWT_SECRET.
+    generated_key: bool,
+}
+
+impl Server {
+    /// Starts a server on a fresh database.
+    pub async fn start() -> (Server, TestDb) {
+        let db = TestDb::new().await;
+        let server = Server::start_with(Some(db.url.clone()), None, &[]);
+        (server, db)
+    }
+
+    /// Starts a server with the given database URL (None: embedded PostgreSQL) and data dir
+    /// (None: a fresh temporary one).
+    pub fn start_with(
+        database_url: Option<String>,
+        data_dir: Option<PathBuf>,
+        extra: &[&str],
+    ) -> Server {
+        let (tmp, data_dir) = match data_dir {
+            Some(d) => (None, d),
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("memsync-test-")
+                    .tempdir()
+                    .expect("tempdir");
+                let d = t.path().join("data");
+                (Some(t), d)
+            }
+        };
+        std::fs::create_dir_all(&data_dir).expect("data dir");
+        let log_path = data_dir.join("server.log");
+        let mut s = Server {
+            child: None,
+            url: String::new(),
+            database_url,
+            data_dir,
+            _tmp: tmp,
+            extra_args: extra.iter().map(|s| s.to_string()).collect(),
+            log_path,
+            generated_key: false,
+        };
+        s.spawn();
+        s
+    }
+
+    /// Starts a server on the embedded PostgreSQL in `data_dir`, with the signing key it
+    /// generates there: exactly what `memsync-server` alone does.
+    pub fn start_embedded(data_dir: PathBuf) -> Server {
+        std::fs::create_dir_all(&data_dir).expect("data dir");
+        let mut s = Server {
+            child: None,
+            url: String::new(),
+            database_url: None,
+            log_path: data_dir.join("server.log"),
+            data_dir,
+            _tmp: None,
+            extra_args: Vec::new(),
+            generated_key: true,
+        };
+        s.spawn();
+        s
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(bin_path("memsync-server"));
+        cmd.arg("--data-dir").arg(&self.data_dir);
+        if self.generated_key {
+            cmd.env_remove("MEMSYNC_JWT_SECRET");
+        } else {
+            cmd.env("MEMSYNC_JWT_SECRET", TEST_JWT_SECRET);
+        }
+        cmd.env("MEMSYNC_LOG_FORMAT", "json")
+            .env_remove("DATABASE_URL")
+            .env_remove("MEMSYNC_DATABASE_URL");
+        if let Some(url) = &self.database_url {
+            cmd.arg("--database-url").arg(url);
+        }
+        cmd
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("server log");
+        let mut cmd = self.command();
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .args(&self.extra_args);
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("spawn memsync-server");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(line)) = lines.next() {
+                let _ = tx.send(line);
+            }
+            // Keep draining so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let line = match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(l) => l,
+            Err(_) => {
+                let _ = child.kill();
+                panic!(
+                    "memsync-server did not start; its log:\n{}",
+                    std::fs::read_to_string(&self.log_path).unwrap_or_default()
+                );
+            }
+        };
+        let url = line
+            .strip_prefix("memsync-server listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+            .to_owned();
+        self.url = url;
+        self.child = Some(child);
+    }
+
+    /// The server's log so far (stderr).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).expect("running")
+    }
+
+    /// SIGKILL: no graceful shutdown.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait for a graceful exit.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut c = self.child.take().expect("running");
+        let pid = nix::unistd::Pid::from_raw(c.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        for _ in 0..600 {
+            if let Ok(Some(st)) = c.try_wait() {
+                return st;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = c.kill();
+        c.wait().expect("wait")
+    }
+
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Runs `memsync-server <args>` against the same database and data dir.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        self.command()
+            .args(args)
+            .output()
+            .expect("run memsync-server")
+    }
+
+    /// Issues a token with the server's own CLI: `teams` like `["acme", "ops:admin"]`.
+    pub fn token(&self, user: &str, teams: &[&str]) -> String {
+        let mut args = vec!["token", "issue", "--user", user, "--email"];
+        let email = format!("{user}@example.com");
+        args.push(&email);
+        for t in teams {
+            args.push("--team");
+            args.push(t);
+        }
+        let out = self.cli(&args);
+        assert!(
+            out.status.success(),
+            "token issue failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .expect("utf8")
+            .trim()
+            .to_owned()
+    }
+
+    pub fn client(&self, token: &str) -> Client {
+        Client::new(&self.url, token)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A minimal HTTP client for tests: raw status and JSON.
+#[derive(Clone)]
+pub struct Client {
+    pub http: reqwest::Client,
+    pub base: String,
+    pub token: String,
+}
+
+pub struct Resp {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Resp {
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+}
+
+impl Client {
+    pub fn new(base: &str, token: &str) -> Client {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Client {
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .expect("client"),
+            base: base.to_owned(),
+            token: token.to_owned(),
+        }
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
+        let r = req.send().await.expect("request");
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let text = r.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Resp {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+    }
+
+    pub async fn pull(&self, project: &str, since: i64) -> Resp {
+        self.send(self.get(&format!("/v1/projects/{project}/changes?since={since}")))
+            .await
+    }
+
+    pub async fn push(&self, project: &str, body: &Value) -> Resp {
+        self.push_with_key(project, body, &uuid::Uuid::new_v4().to_string())
+            .await
+    }
+
+    pub async fn push_with_key(&self, project: &str, body: &Value, key: &str) -> Resp {
+        self.send(
+            self.http
+                .post(format!("{}/v1/projects/{project}/push", self.base))
+                .bearer_auth(&self.token)
+                .header("idempotency-key", key)
+                .json(body),
+        )
+        .await
+    }
+}
+
+/// A valid memory file.
+pub fn memory(name: &str, description: &str, kind: &str, body: &str) -> String {
+    format!("---\nname: {name}\ndescription: {description}\ntype: {kind}\n---\n{body}")
+}
+
+/// A put change, with an optional base sha256.
+pub fn put(path: &str, content: &str, base: Option<&str>) -> Value {
+    serde_json::json!({ "path": path, "op": "put", "content": content, "base_sha256": base })
+}
+
+pub fn delete(path: &str, base: Option<&str>) -> Value {
+    serde_json::json!({ "path": path, "op": "delete", "base_sha256": base })
+}
+
+pub fn batch(changes: Vec<Value>) -> Value {
+    serde_json::json!({ "changes": changes })
+}
+
+/// The sha256 of a path in a pull or push answer's `changes`.
+pub fn sha_of(resp: &Value, path: &str) -> Option<String> {
+    resp["changes"]
+        .as_array()?
+        .iter()
+        .find(|c| c["path"] == path)
+        .and_then(|c| c["sha256"].as_str())
+        .map(str::to_owned)
+}
+
+/// The state of a path in a pull or push answer's `changes`.
+pub fn change_of<'a>(resp: &'a Value, path: &str) -> Option<&'a Value> {
+    resp["changes"]
+        .as_array()?
+        .iter()
+        .find(|c| c["path"] == path)
+}
+
+/// A table's row count, for "nothing was stored" checks.
+pub async fn count(db: &TestDb, sql: &str) -> i64 {
+    let mut conn = db.connect().await;
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_one(&mut conn)
+        .await
+        .with_context(|| sql.to_owned())
+        .expect("count")
+}
+
+/// Makes `dir` and its ancestors traversable by the postgres OS user (tempdirs are 0700).
+pub fn open_up(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for d in dir.ancestors() {
+        if d.starts_with(std::env::temp_dir()) && d != std::env::temp_dir() {
+            let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}

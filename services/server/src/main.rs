@@ -91,8 +91,9 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
             max_files_per_project: cfg.max_files_per_project,
         },
         metrics: Arc::default(),
+        max_body_bytes: cfg.max_body_bytes,
     };
-    let app = http::router(state, cfg.max_body_bytes, cfg.request_timeout);
+    let app = http::router(state, cfg.request_timeout);
     let listener = match tokio::net::TcpListener::bind(cfg.listen).await {
         Ok(l) => l,
         Err(e) => {

@@ -7,6 +7,7 @@ use axum::http::header;
 use memsync_core::Sha256;
 use serde::de::DeserializeOwned;
 
+use super::AppState;
 use crate::error::ApiError;
 
 pub struct JsonBody<T> {
@@ -15,14 +16,27 @@ pub struct JsonBody<T> {
     pub sha256: Sha256,
 }
 
-impl<S, T> FromRequest<S> for JsonBody<T>
+impl<T> FromRequest<AppState> for JsonBody<T>
 where
-    S: Send + Sync,
     T: DeserializeOwned,
 {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let too_large = || {
+            ApiError::PayloadTooLarge(
+                "the request body is larger than this server accepts (--max-body-bytes); split the push into smaller ones".into(),
+            )
+        };
+        // Refuse from the announced length before reading a byte.
+        let announced = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if announced.is_some_and(|n| n > state.max_body_bytes as u64) {
+            return Err(too_large());
+        }
         let is_json = req
             .headers()
             .get(header::CONTENT_TYPE)
@@ -39,9 +53,7 @@ where
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge(
-                    "the request body is larger than this server accepts (--max-body-bytes); split the push into smaller ones".into(),
-                )
+                too_large()
             } else {
                 ApiError::bad_request("body_unreadable", "the request body could not be read")
             }
@@ -73,31 +85,31 @@ where
     }
 }
 
-/// Replaces every quoted value longer than a few characters in an error message with `"…"`.
+/// Cuts the values a client sent out of a serde error message, so content (maybe a secret) is
+/// never echoed: every quoted (`"…"` or `` `…` ``) value before "expected" is what the client sent;
+/// what follows "expected" names the schema and stays.
 fn redact_quoted(msg: &str) -> String {
+    let (sent, schema) = match msg.find("expected") {
+        Some(i) => msg.split_at(i),
+        None => (msg, ""),
+    };
     let mut out = String::with_capacity(msg.len());
-    let mut rest = msg;
-    while let Some(start) = rest.find('"') {
+    let mut rest = sent;
+    while let Some(start) = rest.find(['"', '`']) {
+        let quote = rest[start..].chars().next().unwrap_or('"');
         out.push_str(&rest[..=start]);
         let after = &rest[start + 1..];
-        match after.find('"') {
+        out.push('…');
+        match after.find(quote) {
             Some(end) => {
-                let quoted = &after[..end];
-                if quoted.chars().count() > 24 || quoted.contains(char::is_whitespace) {
-                    out.push('…');
-                } else {
-                    out.push_str(quoted);
-                }
-                out.push('"');
+                out.push(quote);
                 rest = &after[end + 1..];
             }
-            None => {
-                out.push('…');
-                rest = "";
-            }
+            None => rest = "",
         }
     }
     out.push_str(rest);
+    out.push_str(schema);
     out
 }
 
@@ -110,9 +122,14 @@ mod tests {
         );
         assert!(!m.contains("AKIA"), "{m}");
         assert!(m.contains("expected `put`"));
-        assert_eq!(
-            super::redact_quoted("unknown field `x`"),
-            "unknown field `x`"
+        let m = super::redact_quoted(
+            "unknown variant `ghp_secretsecret`, expected `put` or `delete` at line 1",
         );
+        assert_eq!(
+            m,
+            "unknown variant `…`, expected `put` or `delete` at line 1"
+        );
+        let plain = "EOF while parsing a list at line 1 column 13";
+        assert_eq!(super::redact_quoted(plain), plain);
     }
 }

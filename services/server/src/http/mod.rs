@@ -32,6 +32,7 @@ pub struct AppState {
     pub revocations: Revocations,
     pub limits: SyncLimits,
     pub metrics: Arc<metrics::Metrics>,
+    pub max_body_bytes: usize,
 }
 
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -55,7 +56,8 @@ pub fn route_table() -> Vec<(&'static str, &'static str)> {
     routes().into_iter().map(|(m, p, _)| (m, p)).collect()
 }
 
-pub fn router(state: AppState, max_body_bytes: usize, request_timeout: Duration) -> Router {
+pub fn router(state: AppState, request_timeout: Duration) -> Router {
+    let max_body_bytes = state.max_body_bytes;
     let mut app = Router::new();
     for (_, path, handler) in routes() {
         app = app.route(path, handler);
@@ -235,5 +237,42 @@ async fn push(
             Json(stored),
         )
             .into_response()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// `openapi.yaml` and the router describe the same routes, no more, no fewer.
+    #[test]
+    fn openapi_matches_routes() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../openapi.yaml");
+        let text = std::fs::read_to_string(path).expect("openapi.yaml at the repository root");
+        let spec: serde_json::Value = serde_saphyr::from_str(&text).expect("openapi.yaml parses");
+        let mut documented = BTreeSet::new();
+        for (p, item) in spec["paths"].as_object().expect("paths") {
+            for method in item.as_object().expect("path item").keys() {
+                if ["get", "post", "put", "patch", "delete", "head", "options"]
+                    .contains(&method.as_str())
+                {
+                    documented.insert((method.to_uppercase(), p.clone()));
+                }
+            }
+        }
+        let served: BTreeSet<(String, String)> = super::route_table()
+            .into_iter()
+            .map(|(m, p)| (m.to_owned(), p.to_owned()))
+            .collect();
+        let missing: Vec<_> = served.difference(&documented).collect();
+        let extra: Vec<_> = documented.difference(&served).collect();
+        assert!(
+            missing.is_empty(),
+            "routes missing from openapi.yaml: {missing:?}"
+        );
+        assert!(
+            extra.is_empty(),
+            "openapi.yaml documents routes the server lacks: {extra:?}"
+        );
     }
 }

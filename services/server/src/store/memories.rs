@@ -99,7 +99,8 @@ pub async fn info<'e>(
     db: impl PgExecutor<'e>,
     project: &ProjectId,
 ) -> sqlx::Result<Option<ProjectInfo>> {
-    let row: Option<(i64, i32, i64, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
+    type InfoRow = (i64, i32, i64, DateTime<Utc>, DateTime<Utc>);
+    let row: Option<InfoRow> = sqlx::query_as(
         "SELECT revision, files, bytes, created_at, updated_at FROM projects WHERE team = $1 AND project = $2",
     )
     .bind(project.team())

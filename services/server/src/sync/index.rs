@@ -141,7 +141,7 @@ pub async fn maintain(
                 Some((sub, _)) => expected.insert(format!("{sub}/MEMORY.md"), None),
             };
         }
-        let exists_after = !(expected.is_empty() && !dir.is_empty());
+        let exists_after = !expected.is_empty() || dir.is_empty();
         if stored.is_some() != exists_after
             && let Some(p) = parent(&dir)
         {
@@ -191,6 +191,17 @@ pub async fn maintain(
             .collect();
         index::reconcile(&mut idx, &expected);
         let rendered = idx.render();
+        if expected.is_empty() && rendered.trim().is_empty() {
+            // The project has no memories left: an empty root index goes too.
+            if stored.is_some() {
+                states.push(NewState {
+                    path: index_path,
+                    content: None,
+                    merged: false,
+                });
+            }
+            continue;
+        }
         let lines = rendered.lines().count();
         if lines > index::MAX_LINES || rendered.len() > index::MAX_BYTES {
             failures.push(Failure {
