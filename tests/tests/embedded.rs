@@ -59,33 +59,26 @@ async fn embedded_postgres_from_empty_dir_survives_restart() {
     );
     assert_eq!(std::fs::read_to_string(data.join("jwt.key")).unwrap(), key);
 
-    // After a SIGKILL the cluster keeps running and the next start reuses it.
+    // After a SIGKILL the cluster keeps running; the next start adopts it (its owner is gone)
+    // and stops it when it stops.
     server.kill();
+    assert!(data.join("postgres/postmaster.pid").exists());
     let mut server = Server::start_embedded(data.clone());
     assert_eq!(server.client(&token).pull("acme/api", 0).await.status, 200);
+    assert!(server.log().contains("adopting it"), "{}", server.log());
+    // While it runs, a token command borrows the cluster and leaves it running.
+    let out = server.cli(&["token", "list"]);
     assert!(
-        server
-            .log()
-            .contains("reusing the running embedded PostgreSQL")
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    // The reusing process did not start it, so it leaves it running; clean up by hand.
-    server.stop();
-    let bindir = std::process::Command::new("pg_config")
-        .arg("--bindir")
-        .output()
-        .unwrap();
-    let bindir = String::from_utf8_lossy(&bindir.stdout).trim().to_owned();
-    let mut stop = std::process::Command::new(format!("{bindir}/pg_ctl"));
-    stop.args(["stop", "-m", "immediate", "-D"])
-        .arg(data.join("postgres"));
-    if nix::unistd::geteuid().is_root() {
-        use std::os::unix::process::CommandExt;
-        let pg = nix::unistd::User::from_name("postgres").unwrap().unwrap();
-        stop.uid(pg.uid.as_raw())
-            .gid(pg.gid.as_raw())
-            .current_dir("/");
-    }
-    let _ = stop.output();
+    assert_eq!(server.client(&token).pull("acme/api", 0).await.status, 200);
+    assert!(server.stop().success());
+    assert!(
+        !data.join("postgres/postmaster.pid").exists(),
+        "the adopted PostgreSQL is still running"
+    );
 }
 
 #[test]

@@ -218,6 +218,9 @@ impl Revocations {
                                         }
                                     },
                                     Ok(Err(e)) => {
+                                        if pool.is_closed() {
+                                            return; // shutting down
+                                        }
                                         tracing::warn!(error = %e, "revocation listener lost its connection");
                                         break;
                                     }
@@ -230,6 +233,7 @@ impl Revocations {
                             }
                         }
                     }
+                    Err(_) if pool.is_closed() => return,
                     Err(e) => tracing::warn!(error = %e, "revocation listener cannot connect"),
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;

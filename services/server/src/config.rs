@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-#[derive(Debug, Parser)]
+#[derive(Parser)]
 #[command(
     name = "memsync-server",
     version,
@@ -21,7 +21,7 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Subcommand)]
 pub enum Command {
     /// Run the HTTP server (the default).
     Serve,
@@ -32,7 +32,7 @@ pub enum Command {
     Token(TokenCommand),
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Subcommand)]
 pub enum TokenCommand {
     /// Issue a token and print it alone on stdout.
     Issue(IssueArgs),
@@ -52,7 +52,7 @@ pub enum TokenCommand {
     },
 }
 
-#[derive(Debug, Args)]
+#[derive(Args)]
 pub struct IssueArgs {
     /// The user's name (the token's `sub` and `name`).
     #[arg(long)]
@@ -70,7 +70,7 @@ pub struct IssueArgs {
     pub ttl: Duration,
 }
 
-#[derive(Debug, Args)]
+#[derive(Args)]
 pub struct GlobalArgs {
     /// Address to listen on.
     #[arg(

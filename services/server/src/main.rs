@@ -106,13 +106,33 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("memsync-server listening on http://{addr}");
     let _ = std::io::stdout().flush();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await;
+    // On SIGTERM/SIGINT: stop accepting, let requests in flight finish, but not for ever.
+    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        tracing::info!("shutdown requested; finishing requests in flight");
+        let _ = stopping_tx.send(());
+    });
+    let deadline = async move {
+        if stopping_rx.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let served = tokio::select! {
+        r = serve => r,
+        () = deadline => {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still in flight after the grace period; stopping anyway");
+            Ok(())
+        }
+    };
     tracing::info!("shutting down");
     db.close().await;
     served.context("serving HTTP")
 }
+
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
 
 async fn shutdown_signal() {
     let ctrl_c = async {
@@ -173,7 +193,15 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
     let keys = keys(&cfg)?;
     let db = Database::open(&cfg).await?;
     let result = async {
-        db.migrate().await?;
+        // A fresh database gets its schema; an existing one is never upgraded behind the back of
+        // the servers running on it.
+        if let Err(reason) = db::ready(&db.pool).await {
+            if db::is_fresh(&db.pool).await? {
+                db.migrate().await?;
+            } else {
+                bail!("{reason}; run `memsync-server migrate` first");
+            }
+        }
         let operator = std::env::var("USER").unwrap_or_else(|_| "cli".into());
         match cmd {
             TokenCommand::Issue(args) => {

@@ -23,6 +23,8 @@ pub struct EmbeddedPostgres {
     socket_dir: PathBuf,
     run_as: Option<(u32, u32)>,
     started_here: bool,
+    /// Holds the pid of the process that started (or adopted) the running cluster.
+    owner_file: PathBuf,
 }
 
 /// Finds the PostgreSQL server binaries: `MEMSYNC_PG_BINDIR`, `pg_config --bindir`, `initdb` on
@@ -125,16 +127,34 @@ impl EmbeddedPostgres {
             socket_dir,
             run_as,
             started_here: false,
+            owner_file: PathBuf::new(),
         };
         if !pg.pgdata.join("PG_VERSION").is_file() {
             pg.initdb(&data_dir)?;
         }
+        let owner_file = data_dir.join("postgres.owner");
         if pg.is_running()? {
-            tracing::info!(pgdata = %pg.pgdata.display(), "reusing the running embedded PostgreSQL");
+            // A cluster left running by a process that died (SIGKILL) is adopted, so that it is
+            // stopped when this process stops; one whose owner lives is only borrowed.
+            let owner_alive = std::fs::read_to_string(&owner_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+                .is_some_and(|pid| {
+                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+                });
+            if owner_alive {
+                tracing::info!(pgdata = %pg.pgdata.display(), "reusing the running embedded PostgreSQL");
+            } else {
+                tracing::info!(pgdata = %pg.pgdata.display(), "reusing the running embedded PostgreSQL (its owner is gone; adopting it)");
+                std::fs::write(&owner_file, std::process::id().to_string())?;
+                pg.started_here = true;
+            }
         } else {
             pg.pg_ctl_start()?;
+            std::fs::write(&owner_file, std::process::id().to_string())?;
             pg.started_here = true;
         }
+        pg.owner_file = owner_file;
         Ok(pg)
     }
 
@@ -243,7 +263,9 @@ impl EmbeddedPostgres {
                 self.pgdata.as_os_str(),
             ],
         ) {
-            Ok(out) if out.status.success() => {}
+            Ok(out) if out.status.success() => {
+                let _ = std::fs::remove_file(&self.owner_file);
+            }
             Ok(out) => tracing::warn!(
                 stderr = %String::from_utf8_lossy(&out.stderr).trim(),
                 "pg_ctl stop failed"

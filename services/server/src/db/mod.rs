@@ -121,3 +121,11 @@ pub async fn ready(pool: &PgPool) -> Result<(), String> {
         Err(format!("migrations not applied: {missing:?}"))
     }
 }
+
+/// True when the database has no memsync schema at all yet.
+pub async fn is_fresh(pool: &PgPool) -> sqlx::Result<bool> {
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(pool)
+        .await?;
+    Ok(!exists)
+}

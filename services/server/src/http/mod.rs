@@ -79,7 +79,24 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .layer(TimeoutLayer::with_status_code(StatusCode::GATEWAY_TIMEOUT, request_timeout))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
+        .layer(axum::middleware::map_request(drop_bad_request_id))
         .with_state(state)
+}
+
+/// A client's `x-request-id` is kept (it ends up in logs and the audit log) only when it is a
+/// short token; anything else is replaced by a fresh UUID.
+async fn drop_bad_request_id(mut req: axum::extract::Request) -> axum::extract::Request {
+    let ok = req.headers().get(&REQUEST_ID).is_none_or(|v| {
+        let b = v.as_bytes();
+        !b.is_empty()
+            && b.len() <= 64
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+    });
+    if !ok {
+        req.headers_mut().remove(&REQUEST_ID);
+    }
+    req
 }
 
 async fn not_found() -> ApiError {
