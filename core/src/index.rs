@@ -295,7 +295,36 @@ pub fn merge(base: &Index, ours: &Index, theirs: &Index) -> Index {
         out.insert(at, IndexItem::Entry((*r).clone()));
         placed.insert(key);
     }
+    merge_prose(base, ours, &mut out);
     Index { items: out }
+}
+
+/// Non-entry lines (prose and headings) are merged too, so that no line someone wrote is lost:
+/// a line ours added (absent from base) is kept after the line that precedes it in ours; a line
+/// ours removed (in base, not in ours) is removed. Blank lines are layout and follow theirs.
+fn merge_prose(base: &Index, ours: &Index, out: &mut Vec<IndexItem>) {
+    let is_prose = |item: &IndexItem| match item {
+        IndexItem::Text(t) => !t.trim().is_empty(),
+        IndexItem::Heading { .. } => true,
+        IndexItem::Entry(_) => false,
+    };
+    let removed: Vec<&IndexItem> = base
+        .items
+        .iter()
+        .filter(|item| is_prose(item) && !ours.items.contains(item))
+        .collect();
+    out.retain(|item| !removed.contains(&item));
+    for (i, item) in ours.items.iter().enumerate() {
+        if !is_prose(item) || base.items.contains(item) || out.contains(item) {
+            continue;
+        }
+        let at = ours.items[..i]
+            .iter()
+            .rev()
+            .find_map(|prev| out.iter().position(|o| o == prev).map(|p| p + 1))
+            .unwrap_or(0);
+        out.insert(at, item.clone());
+    }
 }
 
 fn position_of(items: &[IndexItem], key: &str) -> Option<usize> {
@@ -760,7 +789,11 @@ mod tests {
         let base = idx("- [A](a.md)\n- [B](b.md)\n");
         let ours = idx("# Ours only\n- [B](b.md)\n- [A](a.md)\nours text\n");
         let theirs = idx("theirs text\n- [A](a.md)\n- [B](b.md)\n");
-        assert_eq!(merge(&base, &ours, &theirs), theirs);
+        // Entry order follows theirs; the prose ours added is kept where ours had it.
+        assert_eq!(
+            merge(&base, &ours, &theirs),
+            idx("# Ours only\ntheirs text\n- [A](a.md)\nours text\n- [B](b.md)\n")
+        );
     }
 
     #[test]
@@ -897,5 +930,22 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(25_000), "25,000");
         assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn merge_keeps_prose_either_side_wrote() {
+        let base = Index::parse("# Team\n- [A](a.md) — a\n");
+        let ours = Index::parse("# Team\nRead these first.\n- [A](a.md) — a\n");
+        let theirs = Index::parse("# Team\n- [A](a.md) — a\n- [B](b.md) — b\nAsk in #memsync.\n");
+        let m = merge(&base, &ours, &theirs).render();
+        assert_eq!(
+            m,
+            "# Team\nRead these first.\n- [A](a.md) — a\n- [B](b.md) — b\nAsk in #memsync.\n"
+        );
+        // A line ours removed goes, even though theirs kept it.
+        let ours2 = Index::parse("- [A](a.md) — a\n");
+        let m2 = merge(&base, &ours2, &theirs).render();
+        assert!(!m2.contains("# Team"), "{m2}");
+        assert!(m2.contains("Ask in #memsync."), "{m2}");
     }
 }
