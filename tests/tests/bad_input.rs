@@ -219,7 +219,7 @@ async fn bad_pushes_are_refused_with_clear_errors_and_store_nothing() {
             "application/x-www-form-urlencoded",
         ))
         .await;
-    assert_eq!((r.status, r.code()), (400, "unsupported_media_type"));
+    assert_eq!((r.status, r.code()), (415, "unsupported_media_type"));
     // An oversized body is refused from its Content-Length, before it is read.
     let (status, text) = oversized_push(&server.url, &alice.token, 17 * 1024 * 1024).await;
     assert_eq!(status, 413, "{text}");
@@ -243,6 +243,16 @@ async fn bad_pushes_are_refused_with_clear_errors_and_store_nothing() {
         .send(alice.get("/v1/projects/acme/Bad%20Name/changes"))
         .await;
     assert_eq!((r.status, r.code()), (400, "invalid_project"));
+    // axum's own rejections come back in the JSON error shape too, without quoting the input.
+    let r = alice
+        .send(alice.get(&format!("/v1/projects/{P}/changes?since=1&since=2")))
+        .await;
+    assert_eq!((r.status, r.code()), (400, "invalid_request"), "{}", r.text);
+    let r = alice
+        .send(alice.get("/v1/projects/acme/%FFsecretvalue/changes"))
+        .await;
+    assert_eq!((r.status, r.code()), (400, "invalid_request"), "{}", r.text);
+    assert!(!r.text.contains("secretvalue"));
     let r = alice.send(alice.get("/v2/nothing")).await;
     assert_eq!((r.status, r.code()), (404, "not_found"));
 

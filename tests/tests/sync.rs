@@ -252,6 +252,35 @@ async fn three_way_merge_and_overlap_conflict() {
         change_of(&now.body, "style.md").unwrap()["content"],
         a2.as_str()
     );
+
+    // Two edits that merge cleanly but whose result breaks a rule (over 100 KiB) are a conflict,
+    // never a stored invalid file.
+    let big = memory(
+        "big",
+        "large notes",
+        "project",
+        &format!("Top.\n\n{}\n\nBottom.\n", "filler line\n".repeat(4000)),
+    );
+    let r = alice.push(P, &batch(vec![put("big.md", &big, None)])).await;
+    let big_sha = sha_of(&r.body, "big.md").unwrap();
+    let pad = "x".repeat(60) + "\n";
+    let top = big.replace("Top.\n", &format!("Top.\n{}", pad.repeat(500)));
+    let bottom = big.replace("Bottom.\n", &format!("Bottom.\n{}", pad.repeat(500)));
+    assert_eq!(
+        alice
+            .push(P, &batch(vec![put("big.md", &top, Some(&big_sha))]))
+            .await
+            .status,
+        200
+    );
+    let r = bob
+        .push(P, &batch(vec![put("big.md", &bottom, Some(&big_sha))]))
+        .await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(
+        r.body["error"]["details"]["conflicts"][0]["reason"],
+        "merge_invalid"
+    );
 }
 
 #[tokio::test]

@@ -25,6 +25,10 @@ pub enum ApiError {
     Conflict { message: String, details: Value },
     #[error("{0}")]
     PayloadTooLarge(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{0}")]
+    Timeout(String),
     #[error("{message}")]
     Unavailable { message: String },
     #[error("internal error")]
@@ -47,6 +51,8 @@ impl ApiError {
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -59,6 +65,8 @@ impl ApiError {
             ApiError::BadRequest { code, .. } | ApiError::Unprocessable { code, .. } => code,
             ApiError::Conflict { .. } => "conflict",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
+            ApiError::Timeout(_) => "timeout",
             ApiError::Unavailable { .. } => "unavailable",
             ApiError::Internal(_) => "internal",
         }

@@ -46,9 +46,8 @@ where
                 ct.eq_ignore_ascii_case("application/json")
             });
         if !is_json {
-            return Err(ApiError::bad_request(
-                "unsupported_media_type",
-                "send the body as JSON with `Content-Type: application/json`",
+            return Err(ApiError::UnsupportedMediaType(
+                "send the body as JSON with `Content-Type: application/json`".into(),
             ));
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {

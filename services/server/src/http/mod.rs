@@ -65,6 +65,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
     app.layer(DefaultBodyLimit::max(max_body_bytes))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::map_response(json_errors))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
@@ -97,6 +98,39 @@ async fn drop_bad_request_id(mut req: axum::extract::Request) -> axum::extract::
         req.headers_mut().remove(&REQUEST_ID);
     }
     req
+}
+
+/// Errors produced outside the handlers (axum's own rejections of a malformed URL or query, the
+/// request timeout) get the same JSON error shape as the rest. Their original text is dropped: it
+/// may quote what the client sent.
+async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let err = match status {
+        StatusCode::GATEWAY_TIMEOUT | StatusCode::REQUEST_TIMEOUT => ApiError::Timeout(
+            "the request took longer than the server allows (--request-timeout); retry, or push fewer files at once".into(),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge("the request body is larger than this server accepts".into()),
+        s if s.is_server_error() => ApiError::Internal(anyhow::anyhow!("{s} without a body")),
+        _ => ApiError::bad_request(
+            "invalid_request",
+            "the request's URL, query or headers are malformed (a path segment or query parameter could not be decoded, or one was repeated)",
+        ),
+    };
+    let mut out = err.into_response();
+    *out.status_mut() = status;
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(v) = resp.headers().get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
+    }
+    out
 }
 
 async fn not_found() -> ApiError {

@@ -11,7 +11,7 @@ use memsync_core::wire::{
     Conflict, ConflictDetails, Failure, PullResponse, PushOp, PushRequest, PushResponse,
     ValidationDetails,
 };
-use memsync_core::{MemoryDoc, ProjectId, Sha256};
+use memsync_core::{ProjectId, Sha256};
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -108,7 +108,12 @@ enum Decision {
     Conflict(&'static str),
 }
 
-fn decide(change: &CheckedChange, current: Option<&Stored>, base_text: Option<&str>) -> Decision {
+fn decide(
+    change: &CheckedChange,
+    current: Option<&Stored>,
+    base_text: Option<&str>,
+    max_file_bytes: usize,
+) -> Decision {
     let live = current.filter(|c| !c.deleted);
     match (change.op, live) {
         (PushOp::Delete, None) => Decision::Noop,
@@ -154,9 +159,13 @@ fn decide(change: &CheckedChange, current: Option<&Stored>, base_text: Option<&s
             match merge_text(base, ours, theirs) {
                 Ok(m) if m == theirs => Decision::Noop,
                 Ok(m) => {
-                    // A merge of two valid files can still break the frontmatter.
-                    if MemoryDoc::parse(&m).is_err() {
-                        return Decision::Conflict("overlapping_edit");
+                    // A merge of two valid files can still be invalid (broken frontmatter, too
+                    // large, a type change to `user`): the same checks as any write.
+                    let valid = memsync_core::memory::validate(m.as_bytes(), max_file_bytes)
+                        .ok()
+                        .is_some_and(|doc| validate::check_team_policy("", &doc).is_ok());
+                    if !valid {
+                        return Decision::Conflict("merge_invalid");
                     }
                     let merged = m != ours;
                     Decision::Write { content: m, merged }
@@ -239,7 +248,12 @@ pub async fn push(
             }
             _ => None,
         };
-        match decide(change, cur, base_text.as_deref()) {
+        match decide(
+            change,
+            cur,
+            base_text.as_deref(),
+            limits.file.max_file_bytes,
+        ) {
             Decision::Write { content, merged } => {
                 writes.insert(
                     path.to_owned(),
@@ -285,8 +299,9 @@ pub async fn push(
         .await;
         return Err(ApiError::Conflict {
             message: format!(
-                "{n} file(s) were changed on the server in ways that overlap with yours; nothing was applied. \
-                 The server's versions are in `details.conflicts`"
+                "{n} file(s) could not be applied over the server's version ({}); nothing was applied. \
+                 The server's versions are in `details.conflicts`",
+                reasons.join(", ")
             ),
             details: serde_json::to_value(ConflictDetails { conflicts }).unwrap_or_default(),
         });
