@@ -77,7 +77,9 @@ pub struct PushResponse {
     /// The resulting state of every path this revision touched, including merged files and the
     /// `MEMORY.md` the server kept consistent. The client takes these as its new bases.
     pub changes: Vec<FileState>,
-    /// Paths whose content was merged three-way with a concurrent edit.
+    /// Paths whose stored content differs from what was pushed: memory files merged three-way
+    /// with a concurrent edit, and pushed `MEMORY.md` files the server merged or completed. The
+    /// client takes their content from `changes`.
     pub merged: Vec<String>,
 }
 
@@ -93,7 +95,7 @@ pub struct Conflict {
     /// Why it could not be applied, e.g. `overlapping_edit`, `deleted_on_server`.
     pub reason: String,
     pub base_sha256: Option<Sha256>,
-    /// The server's current version of the path (absent when it never existed).
+    /// The server's current version of the path (null when it never existed).
     pub server: Option<FileState>,
 }
 
