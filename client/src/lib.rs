@@ -1,3 +1,10 @@
-//! The memsync client library: the HTTP API client shared by the CLI and the tests.
+//! The memsync client library: configuration, the HTTP API client, the local state and the
+//! pull/push engine behind the `memsync` command.
 
 pub mod api;
+pub mod claude;
+pub mod config;
+pub mod fsops;
+pub mod hook;
+pub mod state;
+pub mod sync;

@@ -435,3 +435,134 @@ pub fn open_up(dir: &Path) {
         }
     }
 }
+
+/// One person using the real `memsync` binary: their own temporary `$HOME` and their own clone
+/// of the project's repository (a real git repo whose `origin` names the project).
+pub struct User {
+    pub name: String,
+    pub home: tempfile::TempDir,
+    pub repo: PathBuf,
+    pub server_url: String,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
+    }
+}
+
+impl User {
+    /// A user of `server` in team(s) `teams`, with a clone whose origin is `origin` (e.g.
+    /// `git@github.com:acme/api.git`), logged in and initialised.
+    pub fn new(server: &Server, name: &str, teams: &[&str], origin: &str) -> User {
+        let home = tempfile::Builder::new()
+            .prefix(&format!("memsync-home-{name}-"))
+            .tempdir()
+            .expect("home");
+        let repo = home.path().join("src").join("api");
+        std::fs::create_dir_all(&repo).expect("repo dir");
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .args(args)
+                .current_dir(&repo)
+                .env("HOME", home.path())
+                .output()
+                .expect("git");
+            assert!(
+                out.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        git(&["init", "-q"]);
+        git(&["remote", "add", "origin", origin]);
+        let u = User {
+            name: name.to_owned(),
+            home,
+            repo,
+            server_url: server.url.clone(),
+        };
+        let token = server.token(name, teams);
+        let r = u.run_stdin(&["login", "--server", &server.url], &token);
+        assert_eq!(r.code, 0, "login: {}", r.stderr);
+        let r = u.run(&["init"]);
+        assert_eq!(r.code, 0, "init: {}", r.stderr);
+        u
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin_path("memsync"));
+        cmd.args(args)
+            .current_dir(&self.repo)
+            .env("HOME", self.home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("MEMSYNC_SERVER")
+            .env_remove("MEMSYNC_TOKEN")
+            .env_remove("MEMSYNC_PROJECT")
+            .env_remove("MEMSYNC_TEAM_DIR")
+            .env_remove("MEMSYNC_PRIVATE_DIR");
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_stdin(args, "")
+    }
+
+    pub fn run_stdin(&self, args: &[&str], stdin: &str) -> Run {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn memsync");
+        if let Some(mut s) = child.stdin.take() {
+            let _ = s.write_all(stdin.as_bytes());
+        }
+        let out = child.wait_with_output().expect("memsync");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Claude Code's private memory dir for this clone.
+    pub fn private_dir(&self) -> PathBuf {
+        let root = std::fs::canonicalize(&self.repo).expect("repo");
+        let key: String = root
+            .to_string_lossy()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        self.home
+            .path()
+            .join(".claude/projects")
+            .join(key)
+            .join("memory")
+    }
+
+    pub fn team_dir(&self) -> PathBuf {
+        self.private_dir().join("team")
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.team_dir().join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, content).expect("write");
+    }
+
+    pub fn read(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.team_dir().join(rel)).ok()
+    }
+}

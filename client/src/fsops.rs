@@ -1,0 +1,285 @@
+//! The team dir on disk, handled so that nothing from the server can write outside it: every
+//! path is a validated `MemoryPath`, no component may be a symlink (checked with `lstat` before
+//! each access), writes are atomic (temp file in the same dir, fsync, rename), and a new file
+//! never replaces one that appeared meanwhile.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use memsync_core::{MemoryPath, Sha256};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error(
+        "the team dir {0} is a symlink; memsync refuses to follow it (point --team-dir / MEMSYNC_TEAM_DIR at the real directory)"
+    )]
+    TeamDirSymlink(PathBuf),
+    #[error("{0} is not a directory")]
+    NotADir(PathBuf),
+    #[error("{path} passes through a symlink ({link}); refused")]
+    Symlink { path: String, link: PathBuf },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FsError + '_ {
+    move |source| FsError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// A file found in the team dir.
+#[derive(Debug, Clone)]
+pub struct LocalFile {
+    pub sha256: Sha256,
+    pub content: Vec<u8>,
+}
+
+/// What a scan of the team dir found.
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub files: BTreeMap<String, LocalFile>,
+    /// Entries that are not synced, with why (symlinks, invalid names, …).
+    pub skipped: Vec<(String, String)>,
+}
+
+/// What a conditional write found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Written {
+    Done,
+    /// The file on disk is not what the caller expected (edited or created meanwhile): untouched.
+    Changed,
+}
+
+pub struct TeamDir {
+    root: PathBuf,
+}
+
+impl TeamDir {
+    /// Opens the team dir, creating it if missing. A team dir that is a symlink is refused.
+    pub fn open(root: &Path) -> Result<TeamDir, FsError> {
+        match std::fs::symlink_metadata(root) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(FsError::TeamDirSymlink(root.to_owned()));
+            }
+            Ok(m) if !m.is_dir() => return Err(FsError::NotADir(root.to_owned())),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(root).map_err(io(root))?;
+            }
+            Err(e) => return Err(io(root)(e)),
+        }
+        Ok(TeamDir {
+            root: root.to_owned(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The absolute path of `path`, after checking that no existing component under the team
+    /// dir is a symlink.
+    fn checked(&self, path: &MemoryPath) -> Result<PathBuf, FsError> {
+        let mut cur = self.root.clone();
+        for seg in path.as_str().split('/') {
+            cur.push(seg);
+            match std::fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(FsError::Symlink {
+                        path: path.to_string(),
+                        link: cur,
+                    });
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(e) => return Err(io(&cur)(e)),
+            }
+        }
+        Ok(self.root.join(path.as_str()))
+    }
+
+    /// The file's bytes, or None when it does not exist.
+    pub fn read(&self, path: &MemoryPath) -> Result<Option<Vec<u8>>, FsError> {
+        let p = self.checked(path)?;
+        match std::fs::read(&p) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(&p)(e)),
+        }
+    }
+
+    pub fn sha(&self, path: &MemoryPath) -> Result<Option<Sha256>, FsError> {
+        Ok(self.read(path)?.map(|b| Sha256::of(&b)))
+    }
+
+    /// Writes `content` at `path` if the file on disk still has hash `expect` (None: does not
+    /// exist). A file that appeared or changed meanwhile is left alone.
+    pub fn write(
+        &self,
+        path: &MemoryPath,
+        content: &[u8],
+        expect: Option<Sha256>,
+    ) -> Result<Written, FsError> {
+        let target = self.checked(path)?;
+        let dir = target.parent().unwrap_or(&self.root).to_owned();
+        self.make_dirs(path)?;
+        let tmp = dir.join(format!(".memsync-tmp-{}", uuid::Uuid::new_v4().simple()));
+        let write_tmp = || -> std::io::Result<()> {
+            let mut f = File::options().write(true).create_new(true).open(&tmp)?;
+            f.write_all(content)?;
+            f.sync_all()
+        };
+        if let Err(e) = write_tmp() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io(&tmp)(e));
+        }
+        let outcome = match expect {
+            // link() fails if the name exists: a file created meanwhile is never replaced.
+            None => match std::fs::hard_link(&tmp, &target) {
+                Ok(()) => Ok(Written::Done),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Written::Changed),
+                Err(e) => Err(io(&target)(e)),
+            },
+            Some(sha) => {
+                // Re-check right before the rename: an edit made since the caller looked wins.
+                if self.sha(path)? != Some(sha) {
+                    Ok(Written::Changed)
+                } else {
+                    std::fs::rename(&tmp, &target)
+                        .map(|()| Written::Done)
+                        .map_err(io(&target))
+                }
+            }
+        };
+        let _ = std::fs::remove_file(&tmp);
+        if outcome.as_ref().is_ok_and(|w| *w == Written::Done) {
+            let _ = File::open(&dir).and_then(|d| d.sync_all());
+        }
+        outcome
+    }
+
+    /// Deletes `path` if it still has hash `expect`. Empty parent dirs are removed too.
+    pub fn remove(&self, path: &MemoryPath, expect: Sha256) -> Result<Written, FsError> {
+        let target = self.checked(path)?;
+        if self.sha(path)? != Some(expect) {
+            return Ok(Written::Changed);
+        }
+        std::fs::remove_file(&target).map_err(io(&target))?;
+        let mut dir = target.parent().map(Path::to_path_buf);
+        while let Some(d) = dir {
+            if d == self.root || std::fs::remove_dir(&d).is_err() {
+                break;
+            }
+            dir = d.parent().map(Path::to_path_buf);
+        }
+        Ok(Written::Done)
+    }
+
+    fn make_dirs(&self, path: &MemoryPath) -> Result<(), FsError> {
+        let mut cur = self.root.clone();
+        let segs: Vec<&str> = path.as_str().split('/').collect();
+        for seg in &segs[..segs.len() - 1] {
+            cur.push(seg);
+            match std::fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(FsError::Symlink {
+                        path: path.to_string(),
+                        link: cur,
+                    });
+                }
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(FsError::NotADir(cur)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir(&cur).map_err(io(&cur))?;
+                }
+                Err(e) => return Err(io(&cur)(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes temp files left by a memsync that was killed mid-write. Callers hold the state
+    /// lock, so no other memsync is writing.
+    pub fn clean_temp(&self) {
+        fn walk(dir: &Path) {
+            let Ok(rd) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in rd.flatten() {
+                let Ok(ft) = e.file_type() else { continue };
+                let name = e.file_name();
+                if ft.is_dir() {
+                    walk(&e.path());
+                } else if ft.is_file() && name.to_string_lossy().starts_with(".memsync-tmp-") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        walk(&self.root);
+    }
+
+    /// Every synced file under the team dir. Symlinks are never followed; hidden entries (and
+    /// memsync's own temp files) and files that are not memories are skipped.
+    pub fn scan(&self) -> Result<Scan, FsError> {
+        let mut scan = Scan::default();
+        self.walk(&self.root.clone(), "", &mut scan)?;
+        Ok(scan)
+    }
+
+    fn walk(&self, dir: &Path, rel: &str, scan: &mut Scan) -> Result<(), FsError> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io(dir)(e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(io(dir))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                scan.skipped.push((
+                    format!("{rel}{}", name.to_string_lossy()),
+                    "the name is not UTF-8".into(),
+                ));
+                continue;
+            };
+            if name.starts_with('.') {
+                continue;
+            }
+            let rel_path = format!("{rel}{name}");
+            let ft = entry.file_type().map_err(io(&entry.path()))?;
+            if ft.is_symlink() {
+                scan.skipped.push((
+                    rel_path,
+                    "a symlink; memsync never follows symlinks in the team dir".into(),
+                ));
+            } else if ft.is_dir() {
+                self.walk(&entry.path(), &format!("{rel_path}/"), scan)?;
+            } else if ft.is_file() {
+                if !name.ends_with(".md") {
+                    continue;
+                }
+                match MemoryPath::parse(&rel_path) {
+                    Ok(_) => {
+                        let content = std::fs::read(entry.path()).map_err(io(&entry.path()))?;
+                        scan.files.insert(
+                            rel_path,
+                            LocalFile {
+                                sha256: Sha256::of(&content),
+                                content,
+                            },
+                        );
+                    }
+                    Err(e) => scan.skipped.push((rel_path, e.to_string())),
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,209 @@
+//! Claude Code's `SessionStart` hook: what memsync tells the agent at the start of a session.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::state::State;
+
+/// The part of Claude Code's hook input memsync reads; everything else is ignored.
+#[derive(Debug, Default, Deserialize)]
+pub struct HookInput {
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub hook_event_name: Option<String>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HookOutput {
+    #[serde(rename = "hookSpecificOutput")]
+    pub hook_specific_output: HookSpecific,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HookSpecific {
+    #[serde(rename = "hookEventName")]
+    pub hook_event_name: &'static str,
+    #[serde(rename = "additionalContext")]
+    pub additional_context: String,
+}
+
+impl HookOutput {
+    pub fn session_start(context: String) -> HookOutput {
+        HookOutput {
+            hook_specific_output: HookSpecific {
+                hook_event_name: "SessionStart",
+                additional_context: context,
+            },
+        }
+    }
+}
+
+/// What agents load of an index: the first 200 lines and 25,000 bytes.
+pub fn index_budget(text: &str) -> (String, bool) {
+    let mut out = String::new();
+    let mut truncated = false;
+    for (i, line) in text.lines().enumerate() {
+        if i >= memsync_core::index::MAX_LINES
+            || out.len() + line.len() + 1 > memsync_core::index::MAX_BYTES
+        {
+            truncated = true;
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    (out, truncated)
+}
+
+fn age_days(updated_at: &str, now: chrono::DateTime<chrono::Utc>) -> Option<i64> {
+    let t = chrono::DateTime::parse_from_rfc3339(updated_at).ok()?;
+    Some((now - t.with_timezone(&chrono::Utc)).num_days())
+}
+
+/// The context for the agent. `sync_note` is one line about this session's pull (None when it
+/// went through).
+pub fn context(
+    project: &str,
+    team_dir: &Path,
+    state: &State,
+    index: Option<&str>,
+    sync_note: Option<&str>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> String {
+    let mut c = String::new();
+    c.push_str(&format!(
+        "Team memory for project {project} is in {} (synced by memsync, revision {}). \
+         Its files are shared with everyone on the project: save project-wide knowledge there \
+         (name: / description: / type: frontmatter, plus an entry in its MEMORY.md); \
+         personal notes stay in your private memory dir. Changes are pushed when the session ends.\n",
+        team_dir.display(),
+        state.revision
+    ));
+    if let Some(note) = sync_note {
+        c.push_str(note.trim());
+        c.push('\n');
+    }
+    for (path, conflict) in &state.conflicts {
+        c.push_str(&format!(
+            "Conflict in team memory {path} ({}): the local file is kept; the user settles it with `memsync resolve {path} --take local|server|merged`.\n",
+            conflict.reason
+        ));
+    }
+    for (path, r) in &state.refused {
+        c.push_str(&format!(
+            "Not shared with the team: {path} ({}: {}).\n",
+            r.rule, r.message
+        ));
+    }
+    let mut old: Vec<(i64, &str)> = state
+        .files
+        .iter()
+        .filter(|(p, _)| !p.ends_with("MEMORY.md"))
+        .filter_map(|(p, t)| Some((age_days(t.updated_at.as_deref()?, now)?, p.as_str())))
+        .filter(|(d, _)| *d >= 1)
+        .collect();
+    if !old.is_empty() {
+        old.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        let shown: Vec<String> = old
+            .iter()
+            .take(15)
+            .map(|(d, p)| format!("{p} ({d} day{})", if *d == 1 { "" } else { "s" }))
+            .collect();
+        let more = if old.len() > 15 {
+            format!(" and {} more", old.len() - 15)
+        } else {
+            String::new()
+        };
+        c.push_str(&format!(
+            "Last changed over a day ago (check before relying on them): {}{more}.\n",
+            shown.join(", ")
+        ));
+    }
+    match index {
+        Some(text) if !text.trim().is_empty() => {
+            let (shown, truncated) = index_budget(text);
+            c.push_str("\nContents of the team MEMORY.md:\n");
+            c.push_str(&shown);
+            if truncated {
+                c.push_str("(truncated to the first 200 lines / 25,000 bytes)\n");
+            }
+        }
+        _ => c.push_str("The team MEMORY.md is empty so far.\n"),
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{ConflictRecord, Tracked};
+
+    #[test]
+    fn context_names_dir_conflicts_ages_and_index() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-30T12:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let mut st = State {
+            revision: 7,
+            ..State::default()
+        };
+        let sha = memsync_core::Sha256::of(b"x");
+        st.files.insert(
+            "old.md".into(),
+            Tracked {
+                sha256: sha,
+                updated_at: Some("2026-11-20T12:00:00Z".into()),
+                author: None,
+            },
+        );
+        st.files.insert(
+            "new.md".into(),
+            Tracked {
+                sha256: sha,
+                updated_at: Some("2026-11-30T11:00:00Z".into()),
+                author: None,
+            },
+        );
+        st.conflicts.insert(
+            "x.md".into(),
+            ConflictRecord {
+                reason: "overlapping_edit".into(),
+                server_sha256: None,
+                local_sha256: None,
+                at: String::new(),
+            },
+        );
+        let c = context(
+            "acme/api",
+            Path::new("/t/team"),
+            &st,
+            Some("- [A](a.md) — a\n"),
+            Some("memsync: offline"),
+            now,
+        );
+        assert!(c.contains("/t/team") && c.contains("revision 7"));
+        assert!(c.contains("memsync: offline"));
+        assert!(c.contains("Conflict in team memory x.md"));
+        assert!(c.contains("old.md (10 days)") && !c.contains("new.md ("));
+        assert!(c.contains("- [A](a.md) — a"));
+    }
+
+    #[test]
+    fn index_is_cut_to_the_budget() {
+        let long: String = (0..300)
+            .map(|i| format!("- [n{i}](n{i}.md) — note\n"))
+            .collect();
+        let (shown, cut) = index_budget(&long);
+        assert!(cut);
+        assert_eq!(shown.lines().count(), 200);
+        let wide = "x".repeat(140) + "\n";
+        let (shown, cut) = index_budget(&wide.repeat(190));
+        assert!(cut && shown.len() <= 25_000);
+    }
+}

@@ -1,0 +1,239 @@
+//! Sync bookkeeping, kept outside the team dir (under `$XDG_STATE_HOME/memsync/<project>-<hash>/`)
+//! so it is never synced: the last pulled revision, the base of every synced file (its sha256 and
+//! a copy of its content, for three-way merges and diffs), open conflicts with the server's
+//! version, and files the server refused.
+//!
+//! Every write is atomic (temp file, fsync, rename), and an exclusive lock keeps two `memsync`
+//! processes (a hook and a manual pull, say) from interleaving.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use memsync_core::Sha256;
+use serde::{Deserialize, Serialize};
+
+pub const STATE_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Tracked {
+    pub sha256: Sha256,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ConflictRecord {
+    pub reason: String,
+    /// The server's version (None when the server deleted the file). Its content is kept in
+    /// `conflicts/<path>` of the state dir.
+    pub server_sha256: Option<Sha256>,
+    pub local_sha256: Option<Sha256>,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RefusedRecord {
+    /// The refused content; the file is not offered again until it changes.
+    pub local_sha256: Sha256,
+    pub rule: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct State {
+    pub version: u32,
+    pub server: String,
+    pub project: String,
+    /// The revision the team dir reflects (the next pull asks for changes after it).
+    pub revision: i64,
+    #[serde(default)]
+    pub etag: Option<String>,
+    #[serde(default)]
+    pub files: BTreeMap<String, Tracked>,
+    #[serde(default)]
+    pub conflicts: BTreeMap<String, ConflictRecord>,
+    #[serde(default)]
+    pub refused: BTreeMap<String, RefusedRecord>,
+    #[serde(default)]
+    pub last_pull_at: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{0} is corrupt ({1}); move it away and run `memsync pull` to rebuild it (local files are kept)"
+    )]
+    Corrupt(PathBuf, String),
+    #[error("another memsync is syncing this project right now (lock {0}); try again in a moment")]
+    Busy(PathBuf),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
+    move |source| StateError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// The state dir of one project, locked for the life of this value.
+pub struct StateStore {
+    dir: PathBuf,
+    _lock: nix::fcntl::Flock<File>,
+}
+
+impl StateStore {
+    /// Opens (creating) the state dir and takes its lock; waits up to `wait` for another
+    /// memsync to finish.
+    pub fn open(dir: &Path, wait: std::time::Duration) -> Result<StateStore, StateError> {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let lock_path = dir.join("lock");
+        let started = std::time::Instant::now();
+        let mut file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        let lock = loop {
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(l) => break l,
+                Err((f, _)) => {
+                    if started.elapsed() >= wait {
+                        return Err(StateError::Busy(lock_path));
+                    }
+                    file = f;
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+            }
+        };
+        remove_stale_temps(dir);
+        Ok(StateStore {
+            dir: dir.to_owned(),
+            _lock: lock,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The stored state, or a fresh one for this server and project. State written for another
+    /// server or project is not reused.
+    pub fn load(&self, server: &str, project: &str) -> Result<State, StateError> {
+        let path = self.dir.join("state.json");
+        let fresh = State {
+            version: STATE_VERSION,
+            server: server.to_owned(),
+            project: project.to_owned(),
+            ..State::default()
+        };
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(fresh),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let state: State = serde_json::from_slice(&bytes)
+            .map_err(|e| StateError::Corrupt(path.clone(), e.to_string()))?;
+        if state.server != server || state.project != project {
+            return Ok(fresh);
+        }
+        Ok(state)
+    }
+
+    pub fn save(&self, state: &State) -> Result<(), StateError> {
+        let bytes = serde_json::to_vec_pretty(state)
+            .map_err(|e| StateError::Corrupt(self.dir.join("state.json"), e.to_string()))?;
+        write_atomic(&self.dir.join("state.json"), &bytes)
+    }
+
+    fn blob_path(&self, kind: &str, path: &str) -> PathBuf {
+        // `path` is a validated MemoryPath: relative, no `..`, so it stays inside `kind/`.
+        self.dir.join(kind).join(path)
+    }
+
+    pub fn base_content(&self, path: &str) -> Option<Vec<u8>> {
+        std::fs::read(self.blob_path("base", path)).ok()
+    }
+
+    pub fn set_base(&self, path: &str, content: &[u8]) -> Result<(), StateError> {
+        write_atomic(&self.blob_path("base", path), content)
+    }
+
+    pub fn remove_base(&self, path: &str) {
+        let _ = std::fs::remove_file(self.blob_path("base", path));
+    }
+
+    pub fn server_version(&self, path: &str) -> Option<Vec<u8>> {
+        std::fs::read(self.blob_path("conflicts", path)).ok()
+    }
+
+    pub fn set_server_version(&self, path: &str, content: Option<&[u8]>) -> Result<(), StateError> {
+        let p = self.blob_path("conflicts", path);
+        match content {
+            Some(c) => write_atomic(&p, c),
+            None => {
+                let _ = std::fs::remove_file(&p);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn clear_server_version(&self, path: &str) {
+        let _ = std::fs::remove_file(self.blob_path("conflicts", path));
+    }
+
+    /// Keeps a copy of a local version that `resolve --take server` replaced.
+    pub fn backup_local(&self, path: &str, content: &[u8]) -> Result<PathBuf, StateError> {
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S");
+        let p = self.blob_path("replaced", &format!("{path}.{stamp}"));
+        write_atomic(&p, content)?;
+        Ok(p)
+    }
+}
+
+/// Removes temp files a killed memsync left behind (we hold the lock: nobody else is writing).
+fn remove_stale_temps(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        let name = e.file_name().to_string_lossy().into_owned();
+        if ft.is_dir() {
+            remove_stale_temps(&e.path());
+        } else if ft.is_file() && name.starts_with('.') && name.contains(".tmp-") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Writes `path` atomically: a temp file in the same dir, fsync, rename, fsync of the dir.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("state"),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let result = (|| {
+        let mut f = File::options().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io(path))
+}

@@ -1,0 +1,813 @@
+//! The pull/push engine: a three-way decision per file between the server, the base (the version
+//! last synced) and the disk. Local edits are never overwritten, deletions apply only to files
+//! unchanged since their base, and every conflict keeps the local file and stores the server's
+//! version in the state dir until `memsync resolve` settles it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use memsync_core::merge::merge_text;
+use memsync_core::wire::{FileState, PushChange, PushOp, PushRequest, PushResponse};
+use memsync_core::{MemoryPath, ProjectId, Sha256};
+use serde::Serialize;
+
+use crate::api::{ApiClient, ApiError, Pulled};
+use crate::fsops::{FsError, TeamDir, Written};
+use crate::state::{ConflictRecord, RefusedRecord, State, StateError, StateStore, Tracked};
+
+/// Largest file accepted from the server (the server's own limit is lower by default).
+const MAX_INCOMING_BYTES: usize = 4 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("{0}")]
+    Refused(String),
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PathNote {
+    pub path: String,
+    pub reason: String,
+}
+
+/// What a pull or push did and found.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub project: String,
+    /// The revision the team dir now reflects.
+    pub revision: i64,
+    pub not_modified: bool,
+    /// Files written or updated from the server.
+    pub updated: Vec<String>,
+    /// Files deleted locally because the server deleted them.
+    pub deleted: Vec<String>,
+    /// Files whose local edit was merged with the server's edit.
+    pub merged: Vec<String>,
+    /// Local edits kept as they are (they will be pushed).
+    pub kept: Vec<PathNote>,
+    pub pushed: Vec<String>,
+    pub pushed_deletes: Vec<String>,
+    pub conflicts: Vec<PathNote>,
+    pub refused: Vec<RefusedNote>,
+    /// Entries not synced (symlinks, invalid names, bad files from the server).
+    pub skipped: Vec<PathNote>,
+    /// Deletions held back by the mass-delete guard.
+    pub held_deletes: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RefusedNote {
+    pub path: String,
+    pub rule: String,
+    pub message: String,
+}
+
+impl Report {
+    /// Problems a user must look at (exit code 1).
+    pub fn has_problems(&self) -> bool {
+        !self.conflicts.is_empty()
+            || !self.refused.is_empty()
+            || !self.skipped.is_empty()
+            || self.held_deletes.is_some()
+    }
+}
+
+pub struct Engine<'a> {
+    pub api: &'a ApiClient,
+    pub project: &'a ProjectId,
+    pub team: &'a TeamDir,
+    pub store: &'a StateStore,
+    pub max_file_bytes: usize,
+    /// Called with (done, total) while many files move.
+    pub progress: &'a dyn Fn(usize, usize),
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+impl Engine<'_> {
+    fn track(
+        &self,
+        state: &mut State,
+        path: &str,
+        fs: &FileState,
+        content: &[u8],
+    ) -> Result<(), SyncError> {
+        let Some(sha) = fs.sha256 else { return Ok(()) };
+        self.store.set_base(path, content)?;
+        state.files.insert(
+            path.to_owned(),
+            Tracked {
+                sha256: sha,
+                updated_at: Some(fs.updated_at.clone()),
+                author: Some(fs.author.clone()),
+            },
+        );
+        Ok(())
+    }
+
+    fn untrack(&self, state: &mut State, path: &str) {
+        state.files.remove(path);
+        self.store.remove_base(path);
+    }
+
+    fn record_conflict(
+        &self,
+        state: &mut State,
+        report: &mut Report,
+        path: &str,
+        reason: &str,
+        server: Option<(&[u8], Sha256)>,
+        local: Option<Sha256>,
+    ) -> Result<(), SyncError> {
+        self.store
+            .set_server_version(path, server.map(|(c, _)| c))?;
+        state.conflicts.insert(
+            path.to_owned(),
+            ConflictRecord {
+                reason: reason.to_owned(),
+                server_sha256: server.map(|(_, s)| s),
+                local_sha256: local,
+                at: now(),
+            },
+        );
+        report.conflicts.push(PathNote {
+            path: path.to_owned(),
+            reason: reason.to_owned(),
+        });
+        Ok(())
+    }
+
+    /// Writes back every tracked file that is missing from disk, from its last synced version.
+    pub fn restore_deleted(&self, state: &State) -> Result<Vec<String>, SyncError> {
+        let mut restored = Vec::new();
+        for (p, t) in &state.files {
+            let Ok(path) = MemoryPath::parse(p) else {
+                continue;
+            };
+            if state.conflicts.contains_key(p) || self.team.read(&path)?.is_some() {
+                continue;
+            }
+            let Some(content) = self
+                .store
+                .base_content(p)
+                .filter(|c| Sha256::of(c) == t.sha256)
+            else {
+                continue;
+            };
+            if self.team.write(&path, &content, None)? == Written::Done {
+                restored.push(p.clone());
+            }
+        }
+        Ok(restored)
+    }
+
+    /// Brings the server's changes into the team dir.
+    pub async fn pull(&self, state: &mut State) -> Result<Report, SyncError> {
+        let mut report = Report {
+            project: self.project.to_string(),
+            revision: state.revision,
+            ..Report::default()
+        };
+        self.team.clean_temp();
+        let etag = state.etag.clone().filter(|_| state.revision > 0);
+        let (body, etag) = match self
+            .api
+            .pull(self.project, state.revision, etag.as_deref())
+            .await
+        {
+            Ok(Pulled::NotModified) => {
+                report.not_modified = true;
+                self.open_conflicts(state, &mut report);
+                return Ok(report);
+            }
+            Ok(Pulled::Changes { body, etag }) => (body, etag),
+            Err(ApiError::Server { code, .. }) if code == "since_ahead" => {
+                // The server lost revisions (restored from a backup): start over from 0. Bases
+                // stay, so local edits are still recognised as edits.
+                state.revision = 0;
+                state.etag = None;
+                match self.api.pull(self.project, 0, None).await? {
+                    Pulled::Changes { body, etag } => (body, etag),
+                    Pulled::NotModified => return Ok(report),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let total = body.changes.len();
+        for (i, fs) in body.changes.iter().enumerate() {
+            self.apply_incoming(state, &mut report, fs)?;
+            (self.progress)(i + 1, total);
+        }
+        state.revision = body.revision;
+        state.etag = etag;
+        state.last_pull_at = Some(now());
+        report.revision = body.revision;
+        self.store.save(state)?;
+        self.open_conflicts(state, &mut report);
+        Ok(report)
+    }
+
+    fn open_conflicts(&self, state: &State, report: &mut Report) {
+        for (path, c) in &state.conflicts {
+            if !report.conflicts.iter().any(|n| &n.path == path) {
+                report.conflicts.push(PathNote {
+                    path: path.clone(),
+                    reason: c.reason.clone(),
+                });
+            }
+        }
+    }
+
+    /// The three-way decision for one file from the server.
+    fn apply_incoming(
+        &self,
+        state: &mut State,
+        report: &mut Report,
+        fs: &FileState,
+    ) -> Result<(), SyncError> {
+        let skip = |report: &mut Report, reason: String| {
+            report.skipped.push(PathNote {
+                path: fs.path.chars().take(200).collect(),
+                reason,
+            })
+        };
+        let path = match MemoryPath::parse(&fs.path) {
+            Ok(p) => p,
+            Err(e) => {
+                skip(
+                    report,
+                    format!("refused a file from the server with an invalid path: {e}"),
+                );
+                return Ok(());
+            }
+        };
+        let disk = match self.team.read(&path) {
+            Ok(d) => d,
+            Err(FsError::Symlink { link, .. }) => {
+                skip(
+                    report,
+                    format!("not written: {} is a symlink", link.display()),
+                );
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let p = path.as_str();
+        let disk_sha = disk.as_deref().map(Sha256::of);
+        let base = state.files.get(p).map(|t| t.sha256);
+
+        if fs.deleted {
+            match disk_sha {
+                None => self.untrack(state, p),
+                Some(d) if Some(d) == base => match self.team.remove(&path, d)? {
+                    Written::Done => {
+                        self.untrack(state, p);
+                        report.deleted.push(p.to_owned());
+                    }
+                    Written::Changed => report.kept.push(PathNote {
+                        path: p.to_owned(),
+                        reason: "edited while pulling; kept".into(),
+                    }),
+                },
+                Some(d) => {
+                    self.record_conflict(state, report, p, "deleted_on_server", None, Some(d))?;
+                }
+            }
+            return Ok(());
+        }
+
+        let (Some(content), Some(sha)) = (fs.content.as_deref(), fs.sha256) else {
+            skip(report, "the server sent a file without content".into());
+            return Ok(());
+        };
+        if Sha256::of(content.as_bytes()) != sha || content.len() > MAX_INCOMING_BYTES {
+            skip(
+                report,
+                "the server's copy does not match its checksum or is too large; not written".into(),
+            );
+            return Ok(());
+        }
+        let bytes = content.as_bytes();
+        if disk_sha == Some(sha) {
+            self.track(state, p, fs, bytes)?;
+            if state.conflicts.remove(p).is_some() {
+                self.store.clear_server_version(p);
+            }
+            return Ok(());
+        }
+        if disk_sha == base && !state.conflicts.contains_key(p) {
+            match self.team.write(&path, bytes, disk_sha)? {
+                Written::Done => {
+                    self.track(state, p, fs, bytes)?;
+                    report.updated.push(p.to_owned());
+                }
+                Written::Changed => report.kept.push(PathNote {
+                    path: p.to_owned(),
+                    reason: "changed on disk while pulling; kept, will be merged on push".into(),
+                }),
+            }
+            return Ok(());
+        }
+        if disk.is_none() {
+            // Deleted here, edited on the server: the edit wins (a deletion carries no work).
+            if self.team.write(&path, bytes, None)? == Written::Done {
+                self.track(state, p, fs, bytes)?;
+                report.updated.push(p.to_owned());
+                report.kept.push(PathNote {
+                    path: p.to_owned(),
+                    reason: "you deleted it, but it was edited on the server since: restored the server's version".into(),
+                });
+            }
+            return Ok(());
+        }
+        // Both sides changed: merge here when we can, so the local file carries both edits.
+        let base_text = match base {
+            Some(_) => self.store.base_content(p),
+            None => Some(Vec::new()),
+        };
+        let local_text = disk.as_deref().and_then(|d| std::str::from_utf8(d).ok());
+        let merged = match (base_text.as_deref().map(std::str::from_utf8), local_text) {
+            (Some(Ok(b)), Some(l)) if !state.conflicts.contains_key(p) => {
+                merge_text(b, l, content).ok()
+            }
+            _ => None,
+        };
+        match merged {
+            Some(m) => match self.team.write(&path, m.as_bytes(), disk_sha)? {
+                Written::Done => {
+                    // The server's version is the new base; the merged file is ahead of it.
+                    self.track(state, p, fs, bytes)?;
+                    report.merged.push(p.to_owned());
+                }
+                Written::Changed => report.kept.push(PathNote {
+                    path: p.to_owned(),
+                    reason: "changed on disk while pulling; kept".into(),
+                }),
+            },
+            None => {
+                let reason = if base.is_none() {
+                    "exists_on_server"
+                } else {
+                    "overlapping_edit"
+                };
+                self.record_conflict(state, report, p, reason, Some((bytes, sha)), disk_sha)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends every local change (files that differ from their base, tracked files that are gone)
+    /// in one batch.
+    pub async fn push(
+        &self,
+        state: &mut State,
+        allow_mass_delete: bool,
+    ) -> Result<Report, SyncError> {
+        let mut report = Report {
+            project: self.project.to_string(),
+            revision: state.revision,
+            ..Report::default()
+        };
+        self.team.clean_temp();
+        let scan = self.team.scan()?;
+        for (path, reason) in &scan.skipped {
+            report.skipped.push(PathNote {
+                path: path.clone(),
+                reason: reason.clone(),
+            });
+        }
+        let mut changes: Vec<PushChange> = Vec::new();
+        let mut sent: BTreeMap<String, Option<Sha256>> = BTreeMap::new();
+        for (path, lf) in &scan.files {
+            let base = state.files.get(path).map(|t| t.sha256);
+            if Some(lf.sha256) == base || state.conflicts.contains_key(path) {
+                continue;
+            }
+            if let Some(r) = state.refused.get(path) {
+                if r.local_sha256 == lf.sha256 {
+                    report.refused.push(RefusedNote {
+                        path: path.clone(),
+                        rule: r.rule.clone(),
+                        message: r.message.clone(),
+                    });
+                    continue;
+                }
+                state.refused.remove(path);
+            }
+            if let Some((rule, message)) = self.local_check(path, &lf.content) {
+                state.refused.insert(
+                    path.clone(),
+                    RefusedRecord {
+                        local_sha256: lf.sha256,
+                        rule: rule.clone(),
+                        message: message.clone(),
+                    },
+                );
+                report.refused.push(RefusedNote {
+                    path: path.clone(),
+                    rule,
+                    message,
+                });
+                continue;
+            }
+            let content = String::from_utf8_lossy(&lf.content).into_owned();
+            sent.insert(path.clone(), Some(lf.sha256));
+            changes.push(PushChange {
+                path: path.clone(),
+                op: PushOp::Put,
+                base_sha256: base,
+                content: Some(content),
+            });
+        }
+        let gone: Vec<(String, Sha256)> = state
+            .files
+            .iter()
+            .filter(|(p, _)| !scan.files.contains_key(*p) && !state.conflicts.contains_key(*p))
+            .map(|(p, t)| (p.clone(), t.sha256))
+            .collect();
+        // Indexes follow their memories on the server; count memories only.
+        let memory_deletes = gone
+            .iter()
+            .filter(|(p, _)| !p.ends_with("MEMORY.md"))
+            .count();
+        let tracked = state.files.len();
+        let threshold = 50.max(tracked / 10);
+        if memory_deletes > threshold && !allow_mass_delete {
+            report.held_deletes = Some(format!(
+                "{memory_deletes} of {tracked} tracked files are gone from {}; that is almost always a wiped folder, so the deletions were not pushed. \
+                 Run `memsync pull --restore-deleted` to bring them back, or `memsync push --allow-mass-delete` if it is deliberate",
+                self.team.root().display()
+            ));
+        } else {
+            for (path, base) in gone {
+                sent.insert(path.clone(), None);
+                changes.push(PushChange {
+                    path,
+                    op: PushOp::Delete,
+                    base_sha256: Some(base),
+                    content: None,
+                });
+            }
+        }
+        self.save_and_report_open(state, &mut report)?;
+        let mut attempt = 0;
+        while !changes.is_empty() {
+            attempt += 1;
+            let req = PushRequest {
+                changes: changes.clone(),
+                allow_mass_delete,
+            };
+            let key = uuid::Uuid::new_v4().to_string();
+            match self.api.push(self.project, &req, &key).await {
+                Ok(resp) => {
+                    self.apply_push_response(state, &mut report, &resp, &sent)?;
+                    for c in &changes {
+                        match c.op {
+                            PushOp::Put => report.pushed.push(c.path.clone()),
+                            PushOp::Delete => report.pushed_deletes.push(c.path.clone()),
+                        }
+                    }
+                    break;
+                }
+                Err(ApiError::Conflict { details, .. }) if attempt < 3 => {
+                    for c in details.conflicts {
+                        let server = c.server.as_ref().filter(|s| !s.deleted);
+                        let server = server
+                            .and_then(|s| Some((s.content.as_deref()?.as_bytes(), s.sha256?)));
+                        let local = sent.get(&c.path).copied().flatten();
+                        self.record_conflict(
+                            state,
+                            &mut report,
+                            &c.path,
+                            &c.reason,
+                            server,
+                            local,
+                        )?;
+                        changes.retain(|x| x.path != c.path);
+                    }
+                }
+                Err(ApiError::Refused { details, message }) if attempt < 3 => {
+                    let mut batch_level = None;
+                    for f in details.failures {
+                        if f.path.is_empty() || !changes.iter().any(|c| c.path == f.path) {
+                            batch_level = Some(f.message.clone());
+                            continue;
+                        }
+                        if let Some(Some(sha)) = sent.get(&f.path) {
+                            state.refused.insert(
+                                f.path.clone(),
+                                RefusedRecord {
+                                    local_sha256: *sha,
+                                    rule: f.rule.clone(),
+                                    message: f.message.clone(),
+                                },
+                            );
+                        }
+                        report.refused.push(RefusedNote {
+                            path: f.path.clone(),
+                            rule: f.rule,
+                            message: f.message,
+                        });
+                        changes.retain(|x| x.path != f.path);
+                    }
+                    if let Some(m) = batch_level {
+                        self.store.save(state)?;
+                        return Err(SyncError::Refused(if m.is_empty() { message } else { m }));
+                    }
+                }
+                Err(e) => {
+                    self.store.save(state)?;
+                    return Err(e.into());
+                }
+            }
+        }
+        self.store.save(state)?;
+        Ok(report)
+    }
+
+    fn save_and_report_open(&self, state: &State, report: &mut Report) -> Result<(), SyncError> {
+        self.store.save(state)?;
+        self.open_conflicts(state, report);
+        Ok(())
+    }
+
+    /// The checks the server will make, run before anything leaves the machine.
+    fn local_check(&self, path: &str, content: &[u8]) -> Option<(String, String)> {
+        let mp = MemoryPath::parse(path).ok()?;
+        if mp.is_index() {
+            if content.len() > self.max_file_bytes {
+                return Some((
+                    "too_large".into(),
+                    format!(
+                        "the index is {} bytes; the limit is {}",
+                        content.len(),
+                        self.max_file_bytes
+                    ),
+                ));
+            }
+            if std::str::from_utf8(content).is_err() {
+                return Some(("not_utf8".into(), "the index is not UTF-8 text".into()));
+            }
+            return None;
+        }
+        match memsync_core::memory::validate(content, self.max_file_bytes) {
+            Err(problems) => problems
+                .into_iter()
+                .next()
+                .map(|p| (p.rule.to_owned(), p.message)),
+            Ok(doc) if doc.memory_type() == Some(memsync_core::MemoryType::User) => Some((
+                "type_user_in_team".into(),
+                "`type: user` memories are always private; move it to your private memory dir"
+                    .into(),
+            )),
+            Ok(_) => None,
+        }
+    }
+
+    fn apply_push_response(
+        &self,
+        state: &mut State,
+        report: &mut Report,
+        resp: &PushResponse,
+        sent: &BTreeMap<String, Option<Sha256>>,
+    ) -> Result<(), SyncError> {
+        let merged: BTreeSet<&str> = resp.merged.iter().map(String::as_str).collect();
+        for fs in &resp.changes {
+            let Ok(path) = MemoryPath::parse(&fs.path) else {
+                continue;
+            };
+            let p = path.as_str();
+            let disk_sha = self.team.sha(&path)?;
+            let base = state.files.get(p).map(|t| t.sha256);
+            // What the disk held when we pushed (or, for a file we did not send, its base).
+            let expected = match sent.get(p) {
+                Some(s) => *s,
+                None => base,
+            };
+            if fs.deleted {
+                match disk_sha {
+                    None => self.untrack(state, p),
+                    Some(d) if Some(d) == expected => {
+                        if self.team.remove(&path, d)? == Written::Done {
+                            self.untrack(state, p);
+                        }
+                    }
+                    Some(_) => {}
+                }
+                continue;
+            }
+            let (Some(content), Some(sha)) = (fs.content.as_deref(), fs.sha256) else {
+                continue;
+            };
+            if disk_sha == Some(sha) {
+                self.track(state, p, fs, content.as_bytes())?;
+            } else if disk_sha == expected
+                && self.team.write(&path, content.as_bytes(), disk_sha)? == Written::Done
+            {
+                self.track(state, p, fs, content.as_bytes())?;
+                if merged.contains(p) {
+                    report.merged.push(p.to_owned());
+                } else if !sent.contains_key(p) {
+                    report.updated.push(p.to_owned());
+                }
+            }
+            // Otherwise the file was edited while we pushed: its base stays, so the next push
+            // merges that edit with the server's version instead of overwriting it.
+        }
+        Ok(())
+    }
+}
+
+/// How the local team dir differs from what was last synced.
+#[derive(Debug, Default, Serialize)]
+pub struct LocalStatus {
+    pub modified: Vec<String>,
+    pub added: Vec<String>,
+    pub deleted: Vec<String>,
+    pub conflicts: Vec<PathNote>,
+    pub refused: Vec<RefusedNote>,
+    pub skipped: Vec<PathNote>,
+}
+
+pub fn local_status(team: &TeamDir, state: &State) -> Result<LocalStatus, FsError> {
+    let scan = team.scan()?;
+    let mut st = LocalStatus::default();
+    for (path, lf) in &scan.files {
+        if state.conflicts.contains_key(path) {
+            continue;
+        }
+        match state.files.get(path) {
+            Some(t) if t.sha256 == lf.sha256 => {}
+            _ if state
+                .refused
+                .get(path)
+                .is_some_and(|r| r.local_sha256 == lf.sha256) => {}
+            Some(_) => st.modified.push(path.clone()),
+            None => st.added.push(path.clone()),
+        }
+    }
+    for path in state.files.keys() {
+        if !scan.files.contains_key(path) && !state.conflicts.contains_key(path) {
+            st.deleted.push(path.clone());
+        }
+    }
+    for (path, c) in &state.conflicts {
+        st.conflicts.push(PathNote {
+            path: path.clone(),
+            reason: c.reason.clone(),
+        });
+    }
+    for (path, r) in &state.refused {
+        if scan
+            .files
+            .get(path)
+            .is_some_and(|f| f.sha256 == r.local_sha256)
+        {
+            st.refused.push(RefusedNote {
+                path: path.clone(),
+                rule: r.rule.clone(),
+                message: r.message.clone(),
+            });
+        }
+    }
+    st.skipped = scan
+        .skipped
+        .into_iter()
+        .map(|(path, reason)| PathNote { path, reason })
+        .collect();
+    Ok(st)
+}
+
+/// Which side `resolve` keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    Local,
+    Server,
+    Merged,
+}
+
+pub const CONFLICT_MARKER: &str = "<<<<<<<";
+
+/// Settles a conflict. Returns a human sentence of what happened.
+pub fn resolve(
+    team: &TeamDir,
+    store: &StateStore,
+    state: &mut State,
+    path: &MemoryPath,
+    take: Take,
+) -> Result<String, SyncError> {
+    let p = path.as_str();
+    let Some(conflict) = state.conflicts.get(p).cloned() else {
+        return Err(SyncError::Refused(format!(
+            "{p} has no open conflict (see `memsync status`)"
+        )));
+    };
+    let server = store.server_version(p);
+    let disk = team.read(path)?;
+    let disk_sha = disk.as_deref().map(Sha256::of);
+    let done = |state: &mut State| {
+        state.conflicts.remove(p);
+        store.clear_server_version(p);
+    };
+    let msg = match take {
+        Take::Local | Take::Merged => {
+            if take == Take::Merged {
+                let text = disk
+                    .as_deref()
+                    .map(String::from_utf8_lossy)
+                    .unwrap_or_default();
+                if disk_sha == conflict.local_sha256 {
+                    // First step: put both sides into the file, with conflict markers, to edit.
+                    let base = state
+                        .files
+                        .get(p)
+                        .and_then(|_| store.base_content(p))
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .unwrap_or_default();
+                    let theirs = server
+                        .as_deref()
+                        .map(String::from_utf8_lossy)
+                        .unwrap_or_default();
+                    let marked = match diffy::merge(&base, &text, &theirs) {
+                        Ok(m) | Err(m) => m,
+                    };
+                    team.write(path, marked.as_bytes(), disk_sha)?;
+                    return Ok(format!(
+                        "{p} now holds both versions with conflict markers; edit it, then run `memsync resolve {p} --take merged` again"
+                    ));
+                }
+                if text.contains(CONFLICT_MARKER) {
+                    return Err(SyncError::Refused(format!(
+                        "{p} still has conflict markers ({CONFLICT_MARKER}); finish editing it first"
+                    )));
+                }
+            }
+            match (conflict.server_sha256, &server) {
+                (Some(s), Some(content)) => {
+                    store.set_base(p, content)?;
+                    let t = state
+                        .files
+                        .entry(p.to_owned())
+                        .or_insert(crate::state::Tracked {
+                            sha256: s,
+                            updated_at: None,
+                            author: None,
+                        });
+                    t.sha256 = s;
+                }
+                // The server deleted it: the local file will be created again by the next push.
+                _ => {
+                    state.files.remove(p);
+                    store.remove_base(p);
+                }
+            }
+            done(state);
+            format!("{p}: your version will replace the server's on the next `memsync push`")
+        }
+        Take::Server => {
+            if let Some(d) = &disk {
+                let backup = store.backup_local(p, d)?;
+                eprintln!(
+                    "memsync: your version of {p} is saved at {}",
+                    backup.display()
+                );
+            }
+            match (conflict.server_sha256, &server) {
+                (Some(s), Some(content)) => {
+                    if team.write(path, content, disk_sha)? == Written::Changed {
+                        return Err(SyncError::Refused(format!(
+                            "{p} changed while resolving; run resolve again"
+                        )));
+                    }
+                    store.set_base(p, content)?;
+                    state.files.insert(
+                        p.to_owned(),
+                        crate::state::Tracked {
+                            sha256: s,
+                            updated_at: None,
+                            author: None,
+                        },
+                    );
+                }
+                _ => {
+                    if let Some(d) = disk_sha {
+                        team.remove(path, d)?;
+                    }
+                    state.files.remove(p);
+                    store.remove_base(p);
+                }
+            }
+            done(state);
+            format!("{p}: took the server's version")
+        }
+    };
+    store.save(state)?;
+    Ok(msg)
+}
