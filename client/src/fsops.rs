@@ -59,6 +59,8 @@ pub enum Written {
 
 pub struct TeamDir {
     root: PathBuf,
+    /// Dirs whose entries changed since the last `flush` (their fsync is batched).
+    dirty: std::cell::RefCell<std::collections::BTreeSet<PathBuf>>,
 }
 
 impl TeamDir {
@@ -77,6 +79,7 @@ impl TeamDir {
         }
         Ok(TeamDir {
             root: root.to_owned(),
+            dirty: Default::default(),
         })
     }
 
@@ -127,42 +130,104 @@ impl TeamDir {
         content: &[u8],
         expect: Option<Sha256>,
     ) -> Result<Written, FsError> {
+        self.write_batch(&[(path, content, expect)])
+            .pop()
+            .unwrap_or(Ok(Written::Changed))
+    }
+
+    /// Writes many files: every temp file first, one flush of their data to disk, then each is
+    /// renamed into place if the disk still holds what the caller saw.
+    pub fn write_batch(
+        &self,
+        items: &[(&MemoryPath, &[u8], Option<Sha256>)],
+    ) -> Vec<Result<Written, FsError>> {
+        let mut temps: Vec<Result<(PathBuf, PathBuf), FsError>> = Vec::with_capacity(items.len());
+        for (path, content, _) in items {
+            temps.push(self.stage(path, content, items.len() <= 4));
+        }
+        if items.len() > 4 {
+            // One syncfs flushes every staged file; fall back to one fsync each.
+            let synced = File::open(&self.root)
+                .ok()
+                .is_some_and(|d| nix::unistd::syncfs(&d).is_ok());
+            if !synced {
+                for (tmp, _) in temps.iter().flatten() {
+                    let _ = File::open(tmp).and_then(|f| f.sync_all());
+                }
+            }
+        }
+        items
+            .iter()
+            .zip(temps)
+            .map(|((path, _, expect), staged)| {
+                let (tmp, target) = staged?;
+                let outcome = self.place(path, &tmp, &target, *expect);
+                let _ = std::fs::remove_file(&tmp);
+                outcome
+            })
+            .collect()
+    }
+
+    /// Writes `content` to a temp file beside `path`'s target.
+    fn stage(
+        &self,
+        path: &MemoryPath,
+        content: &[u8],
+        fsync: bool,
+    ) -> Result<(PathBuf, PathBuf), FsError> {
         let target = self.checked(path)?;
-        let dir = target.parent().unwrap_or(&self.root).to_owned();
         self.make_dirs(path)?;
+        let dir = target.parent().unwrap_or(&self.root).to_owned();
         let tmp = dir.join(format!(".memsync-tmp-{}", uuid::Uuid::new_v4().simple()));
         let write_tmp = || -> std::io::Result<()> {
             let mut f = File::options().write(true).create_new(true).open(&tmp)?;
             f.write_all(content)?;
-            f.sync_all()
+            if fsync {
+                f.sync_all()?;
+            }
+            Ok(())
         };
-        if let Err(e) = write_tmp() {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(io(&tmp)(e));
+        match write_tmp() {
+            Ok(()) => Ok((tmp, target)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(io(&tmp)(e))
+            }
         }
+    }
+
+    fn place(
+        &self,
+        path: &MemoryPath,
+        tmp: &Path,
+        target: &Path,
+        expect: Option<Sha256>,
+    ) -> Result<Written, FsError> {
+        // Checked again: a symlink planted since staging is refused too.
+        self.checked(path)?;
         let outcome = match expect {
             // link() fails if the name exists: a file created meanwhile is never replaced.
-            None => match std::fs::hard_link(&tmp, &target) {
-                Ok(()) => Ok(Written::Done),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Written::Changed),
-                Err(e) => Err(io(&target)(e)),
+            None => match std::fs::hard_link(tmp, target) {
+                Ok(()) => Written::Done,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Written::Changed,
+                Err(e) => return Err(io(target)(e)),
             },
             Some(sha) => {
                 // Re-check right before the rename: an edit made since the caller looked wins.
                 if self.sha(path)? != Some(sha) {
-                    Ok(Written::Changed)
+                    Written::Changed
                 } else {
-                    std::fs::rename(&tmp, &target)
-                        .map(|()| Written::Done)
-                        .map_err(io(&target))
+                    std::fs::rename(tmp, target).map_err(io(target))?;
+                    Written::Done
                 }
             }
         };
-        let _ = std::fs::remove_file(&tmp);
-        if outcome.as_ref().is_ok_and(|w| *w == Written::Done) {
-            let _ = File::open(&dir).and_then(|d| d.sync_all());
+        if outcome == Written::Done
+            && let Some(dir) = target.parent()
+        {
+            self.dirty.borrow_mut().insert(dir.to_owned());
         }
-        outcome
+        Ok(outcome)
     }
 
     /// Deletes `path` if it still has hash `expect`. Empty parent dirs are removed too.
@@ -172,6 +237,9 @@ impl TeamDir {
             return Ok(Written::Changed);
         }
         std::fs::remove_file(&target).map_err(io(&target))?;
+        if let Some(parent) = target.parent() {
+            self.dirty.borrow_mut().insert(parent.to_owned());
+        }
         let mut dir = target.parent().map(Path::to_path_buf);
         while let Some(d) = dir {
             if d == self.root || std::fs::remove_dir(&d).is_err() {
@@ -180,6 +248,21 @@ impl TeamDir {
             dir = d.parent().map(Path::to_path_buf);
         }
         Ok(Written::Done)
+    }
+
+    /// Makes every rename and delete since the last flush durable (one fsync per dir). Callers
+    /// flush before recording the files as synced, so a crash never leaves state that claims a
+    /// file the disk lost.
+    pub fn flush(&self) -> Result<(), FsError> {
+        let dirs = std::mem::take(&mut *self.dirty.borrow_mut());
+        for d in dirs {
+            match File::open(&d).and_then(|f| f.sync_all()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io(&d)(e)),
+            }
+        }
+        Ok(())
     }
 
     fn make_dirs(&self, path: &MemoryPath) -> Result<(), FsError> {

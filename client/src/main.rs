@@ -667,7 +667,14 @@ fn diff(g: &Global, cwd: &Path, only: Option<&str>) -> Result<u8, Fail> {
         let (label, other) = if state.conflicts.contains_key(&p) {
             ("server", s.store.server_version(&p).unwrap_or_default())
         } else {
-            ("base", s.store.base_content(&p).unwrap_or_default())
+            (
+                "base",
+                state
+                    .files
+                    .get(&p)
+                    .and_then(|t| s.store.base_content(&p, &t.sha256))
+                    .unwrap_or_default(),
+            )
         };
         let old = String::from_utf8_lossy(&other);
         let new = String::from_utf8_lossy(&disk);

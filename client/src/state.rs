@@ -88,6 +88,8 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
 pub struct StateStore {
     dir: PathBuf,
     _lock: nix::fcntl::Flock<File>,
+    bases: std::cell::RefCell<Option<BTreeMap<String, String>>>,
+    bases_dirty: std::cell::Cell<bool>,
 }
 
 impl StateStore {
@@ -119,6 +121,8 @@ impl StateStore {
         Ok(StateStore {
             dir: dir.to_owned(),
             _lock: lock,
+            bases: Default::default(),
+            bases_dirty: Default::default(),
         })
     }
 
@@ -150,6 +154,12 @@ impl StateStore {
     }
 
     pub fn save(&self, state: &State) -> Result<(), StateError> {
+        if self.bases_dirty.get() {
+            let bytes = serde_json::to_vec(&*self.bases())
+                .map_err(|e| StateError::Corrupt(self.dir.join("bases.json"), e.to_string()))?;
+            write_file(&self.dir.join("bases.json"), &bytes, false)?;
+            self.bases_dirty.set(false);
+        }
         let bytes = serde_json::to_vec_pretty(state)
             .map_err(|e| StateError::Corrupt(self.dir.join("state.json"), e.to_string()))?;
         write_atomic(&self.dir.join("state.json"), &bytes)
@@ -160,16 +170,45 @@ impl StateStore {
         self.dir.join(kind).join(path)
     }
 
-    pub fn base_content(&self, path: &str) -> Option<Vec<u8>> {
-        std::fs::read(self.blob_path("base", path)).ok()
+    /// The last synced copies, loaded on first use (a pull with nothing new never reads them).
+    fn bases(&self) -> std::cell::RefMut<'_, BTreeMap<String, String>> {
+        let mut b = self.bases.borrow_mut();
+        if b.is_none() {
+            let loaded = std::fs::read(self.dir.join("bases.json"))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                .unwrap_or_default();
+            *b = Some(loaded);
+        }
+        std::cell::RefMut::map(b, |b| b.get_or_insert_with(BTreeMap::new))
     }
 
+    /// The last synced content of `path`, if the copy kept is the one with hash `sha`.
+    pub fn base_content(&self, path: &str, sha: &Sha256) -> Option<Vec<u8>> {
+        self.bases()
+            .get(path)
+            .filter(|c| Sha256::of(c.as_bytes()) == *sha)
+            .map(|c| c.clone().into_bytes())
+    }
+
+    /// Keeps a copy of the last synced content, written with the state. The copies are a cache
+    /// checked against their hash on every read, so they live in one file written without an
+    /// fsync: after a crash a lost copy only turns a merge into a conflict.
     pub fn set_base(&self, path: &str, content: &[u8]) -> Result<(), StateError> {
-        write_atomic(&self.blob_path("base", path), content)
+        if let Ok(text) = std::str::from_utf8(content) {
+            let mut b = self.bases();
+            if b.get(path).map(String::as_str) != Some(text) {
+                b.insert(path.to_owned(), text.to_owned());
+                self.bases_dirty.set(true);
+            }
+        }
+        Ok(())
     }
 
     pub fn remove_base(&self, path: &str) {
-        let _ = std::fs::remove_file(self.blob_path("base", path));
+        if self.bases().remove(path).is_some() {
+            self.bases_dirty.set(true);
+        }
     }
 
     pub fn server_version(&self, path: &str) -> Option<Vec<u8>> {
@@ -218,6 +257,10 @@ fn remove_stale_temps(dir: &Path) {
 
 /// Writes `path` atomically: a temp file in the same dir, fsync, rename, fsync of the dir.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    write_file(path, bytes, true)
+}
+
+fn write_file(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StateError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let tmp = dir.join(format!(
@@ -228,9 +271,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     let result = (|| {
         let mut f = File::options().write(true).create_new(true).open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if durable {
+            f.sync_all()?;
+        }
         std::fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
+        if durable {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);

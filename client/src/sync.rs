@@ -35,6 +35,24 @@ pub struct PathNote {
     pub reason: String,
 }
 
+/// A file a pull decided to write.
+struct PendingWrite {
+    path: MemoryPath,
+    content: Vec<u8>,
+    /// The disk's hash when the decision was made (None: absent).
+    expect: Option<Sha256>,
+    /// The server's state of the path: the base once the write lands.
+    fs: FileState,
+    kind: WriteKind,
+}
+
+#[derive(Clone, Copy)]
+enum WriteKind {
+    Update,
+    Restore,
+    Merge,
+}
+
 /// What a pull or push did and found.
 #[derive(Debug, Default, Serialize)]
 pub struct Report {
@@ -154,11 +172,7 @@ impl Engine<'_> {
             if state.conflicts.contains_key(p) || self.team.read(&path)?.is_some() {
                 continue;
             }
-            let Some(content) = self
-                .store
-                .base_content(p)
-                .filter(|c| Sha256::of(c) == t.sha256)
-            else {
+            let Some(content) = self.store.base_content(p, &t.sha256) else {
                 continue;
             };
             if self.team.write(&path, &content, None)? == Written::Done {
@@ -201,14 +215,17 @@ impl Engine<'_> {
             Err(e) => return Err(e.into()),
         };
         let total = body.changes.len();
+        let mut pending = Vec::new();
         for (i, fs) in body.changes.iter().enumerate() {
-            self.apply_incoming(state, &mut report, fs)?;
+            self.apply_incoming(state, &mut report, fs, &mut pending)?;
             (self.progress)(i + 1, total);
         }
+        self.commit_writes(state, &mut report, pending)?;
         state.revision = body.revision;
         state.etag = etag;
         state.last_pull_at = Some(now());
         report.revision = body.revision;
+        self.team.flush()?;
         self.store.save(state)?;
         self.open_conflicts(state, &mut report);
         Ok(report)
@@ -226,12 +243,63 @@ impl Engine<'_> {
     }
 
     /// The three-way decision for one file from the server.
+    /// Writes the files a pull decided to write, in one batch (one flush to disk for all of
+    /// them), then records each one that landed.
+    fn commit_writes(
+        &self,
+        state: &mut State,
+        report: &mut Report,
+        pending: Vec<PendingWrite>,
+    ) -> Result<(), SyncError> {
+        let items: Vec<(&MemoryPath, &[u8], Option<Sha256>)> = pending
+            .iter()
+            .map(|w| (&w.path, w.content.as_slice(), w.expect))
+            .collect();
+        let outcomes = self.team.write_batch(&items);
+        for (w, outcome) in pending.iter().zip(outcomes) {
+            let p = w.path.as_str();
+            match outcome? {
+                Written::Done => {
+                    let server = w.fs.content.as_deref().unwrap_or_default().as_bytes();
+                    self.track(state, p, &w.fs, server)?;
+                    match w.kind {
+                        WriteKind::Update => report.updated.push(p.to_owned()),
+                        WriteKind::Merge => report.merged.push(p.to_owned()),
+                        WriteKind::Restore => {
+                            report.updated.push(p.to_owned());
+                            report.kept.push(PathNote {
+                                path: p.to_owned(),
+                                reason: "you deleted it, but it was edited on the server since: restored the server's version".into(),
+                            });
+                        }
+                    }
+                }
+                Written::Changed => report.kept.push(PathNote {
+                    path: p.to_owned(),
+                    reason: "changed on disk while pulling; kept, will be merged on push".into(),
+                }),
+            }
+        }
+        Ok(())
+    }
+
     fn apply_incoming(
         &self,
         state: &mut State,
         report: &mut Report,
         fs: &FileState,
+        pending: &mut Vec<PendingWrite>,
     ) -> Result<(), SyncError> {
+        let mut plan =
+            |path: &MemoryPath, content: Vec<u8>, expect: Option<Sha256>, kind: WriteKind| {
+                pending.push(PendingWrite {
+                    path: path.clone(),
+                    content,
+                    expect,
+                    fs: fs.clone(),
+                    kind,
+                });
+            };
         let skip = |report: &mut Report, reason: String| {
             report.skipped.push(PathNote {
                 path: fs.path.chars().take(200).collect(),
@@ -303,33 +371,17 @@ impl Engine<'_> {
             return Ok(());
         }
         if disk_sha == base && !state.conflicts.contains_key(p) {
-            match self.team.write(&path, bytes, disk_sha)? {
-                Written::Done => {
-                    self.track(state, p, fs, bytes)?;
-                    report.updated.push(p.to_owned());
-                }
-                Written::Changed => report.kept.push(PathNote {
-                    path: p.to_owned(),
-                    reason: "changed on disk while pulling; kept, will be merged on push".into(),
-                }),
-            }
+            plan(&path, bytes.to_vec(), disk_sha, WriteKind::Update);
             return Ok(());
         }
         if disk.is_none() {
             // Deleted here, edited on the server: the edit wins (a deletion carries no work).
-            if self.team.write(&path, bytes, None)? == Written::Done {
-                self.track(state, p, fs, bytes)?;
-                report.updated.push(p.to_owned());
-                report.kept.push(PathNote {
-                    path: p.to_owned(),
-                    reason: "you deleted it, but it was edited on the server since: restored the server's version".into(),
-                });
-            }
+            plan(&path, bytes.to_vec(), None, WriteKind::Restore);
             return Ok(());
         }
         // Both sides changed: merge here when we can, so the local file carries both edits.
         let base_text = match base {
-            Some(_) => self.store.base_content(p),
+            Some(b) => self.store.base_content(p, &b),
             None => Some(Vec::new()),
         };
         let local_text = disk.as_deref().and_then(|d| std::str::from_utf8(d).ok());
@@ -340,17 +392,8 @@ impl Engine<'_> {
             _ => None,
         };
         match merged {
-            Some(m) => match self.team.write(&path, m.as_bytes(), disk_sha)? {
-                Written::Done => {
-                    // The server's version is the new base; the merged file is ahead of it.
-                    self.track(state, p, fs, bytes)?;
-                    report.merged.push(p.to_owned());
-                }
-                Written::Changed => report.kept.push(PathNote {
-                    path: p.to_owned(),
-                    reason: "changed on disk while pulling; kept".into(),
-                }),
-            },
+            // The server's version becomes the base; the merged file is ahead of it.
+            Some(m) => plan(&path, m.into_bytes(), disk_sha, WriteKind::Merge),
             None => {
                 let reason = if base.is_none() {
                     "exists_on_server"
@@ -518,21 +561,25 @@ impl Engine<'_> {
                         changes.retain(|x| x.path != f.path);
                     }
                     if let Some(m) = batch_level {
+                        self.team.flush()?;
                         self.store.save(state)?;
                         return Err(SyncError::Refused(if m.is_empty() { message } else { m }));
                     }
                 }
                 Err(e) => {
+                    self.team.flush()?;
                     self.store.save(state)?;
                     return Err(e.into());
                 }
             }
         }
+        self.team.flush()?;
         self.store.save(state)?;
         Ok(report)
     }
 
     fn save_and_report_open(&self, state: &State, report: &mut Report) -> Result<(), SyncError> {
+        self.team.flush()?;
         self.store.save(state)?;
         self.open_conflicts(state, report);
         Ok(())
@@ -728,7 +775,7 @@ pub fn resolve(
                     let base = state
                         .files
                         .get(p)
-                        .and_then(|_| store.base_content(p))
+                        .and_then(|t| store.base_content(p, &t.sha256))
                         .map(|b| String::from_utf8_lossy(&b).into_owned())
                         .unwrap_or_default();
                     let theirs = server
@@ -808,6 +855,7 @@ pub fn resolve(
             format!("{p}: took the server's version")
         }
     };
+    team.flush()?;
     store.save(state)?;
     Ok(msg)
 }
