@@ -90,8 +90,17 @@ impl TeamDir {
     /// The absolute path of `path`, after checking that no existing component under the team
     /// dir is a symlink.
     fn checked(&self, path: &MemoryPath) -> Result<PathBuf, FsError> {
+        self.walk_to(path, false)
+    }
+
+    /// Walks `path` from the team dir with `lstat`, refusing any symlink on the way. With
+    /// `create_parents`, missing parent dirs are created (each checked the same way); without,
+    /// the walk stops at the first missing component.
+    fn walk_to(&self, path: &MemoryPath, create_parents: bool) -> Result<PathBuf, FsError> {
         let mut cur = self.root.clone();
-        for seg in path.as_str().split('/') {
+        let segs: Vec<&str> = path.as_str().split('/').collect();
+        for (i, seg) in segs.iter().enumerate() {
+            let is_parent = i + 1 < segs.len();
             cur.push(seg);
             match std::fs::symlink_metadata(&cur) {
                 Ok(m) if m.file_type().is_symlink() => {
@@ -100,8 +109,14 @@ impl TeamDir {
                         link: cur,
                     });
                 }
+                Ok(m) if is_parent && !m.is_dir() => return Err(FsError::NotADir(cur)),
                 Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if !(create_parents && is_parent) {
+                        break;
+                    }
+                    std::fs::create_dir(&cur).map_err(io(&cur))?;
+                }
                 Err(e) => return Err(io(&cur)(e)),
             }
         }
@@ -175,8 +190,7 @@ impl TeamDir {
         content: &[u8],
         fsync: bool,
     ) -> Result<(PathBuf, PathBuf), FsError> {
-        let target = self.checked(path)?;
-        self.make_dirs(path)?;
+        let target = self.walk_to(path, true)?;
         let dir = target.parent().unwrap_or(&self.root).to_owned();
         let tmp = dir.join(format!(".memsync-tmp-{}", uuid::Uuid::new_v4().simple()));
         let write_tmp = || -> std::io::Result<()> {
@@ -260,29 +274,6 @@ impl TeamDir {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io(&d)(e)),
-            }
-        }
-        Ok(())
-    }
-
-    fn make_dirs(&self, path: &MemoryPath) -> Result<(), FsError> {
-        let mut cur = self.root.clone();
-        let segs: Vec<&str> = path.as_str().split('/').collect();
-        for seg in &segs[..segs.len() - 1] {
-            cur.push(seg);
-            match std::fs::symlink_metadata(&cur) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    return Err(FsError::Symlink {
-                        path: path.to_string(),
-                        link: cur,
-                    });
-                }
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(FsError::NotADir(cur)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    std::fs::create_dir(&cur).map_err(io(&cur))?;
-                }
-                Err(e) => return Err(io(&cur)(e)),
             }
         }
         Ok(())

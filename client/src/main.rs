@@ -230,6 +230,25 @@ struct Session {
     store: StateStore,
 }
 
+impl Session {
+    fn engine<'a>(&'a self, api: &'a ApiClient, progress: &'a dyn Fn(usize, usize)) -> Engine<'a> {
+        Engine {
+            api,
+            project: &self.project,
+            team: &self.team,
+            store: &self.store,
+            max_file_bytes: memsync_core::memory::DEFAULT_MAX_FILE_BYTES,
+            progress,
+        }
+    }
+
+    fn load_state(&self) -> Result<State, Fail> {
+        self.store
+            .load(self.api.server(), self.project.as_str())
+            .map_err(Fail::env)
+    }
+}
+
 fn session(g: &Global, cwd: &Path, lock_wait: Duration) -> Result<Session, Fail> {
     let settings = settings_at(g, cwd)?;
     let server = settings.server.clone().ok_or_else(|| {
@@ -280,19 +299,9 @@ fn run(g: &Global, cmd: Cmd) -> Result<u8, Fail> {
         Cmd::Logout => logout(g, &cwd),
         Cmd::Pull { .. } | Cmd::Push { .. } | Cmd::Sync { .. } => {
             let s = session(g, &cwd, Duration::from_secs(30))?;
-            let mut state = s
-                .store
-                .load(s.api.server(), s.project.as_str())
-                .map_err(Fail::env)?;
+            let mut state = s.load_state()?;
             let prog = progress(g.quiet);
-            let engine = Engine {
-                api: &s.api,
-                project: &s.project,
-                team: &s.team,
-                store: &s.store,
-                max_file_bytes: memsync_core::memory::DEFAULT_MAX_FILE_BYTES,
-                progress: &prog,
-            };
+            let engine = s.engine(&s.api, &prog);
             let rt = runtime()?;
             let (pull, push) = match cmd {
                 Cmd::Pull { restore_deleted } => {
@@ -337,10 +346,7 @@ fn run(g: &Global, cmd: Cmd) -> Result<u8, Fail> {
         Cmd::Diff { path } => diff(g, &cwd, path.as_deref()),
         Cmd::Resolve { path, take } => {
             let s = session(g, &cwd, Duration::from_secs(30))?;
-            let mut state = s
-                .store
-                .load(s.api.server(), s.project.as_str())
-                .map_err(Fail::env)?;
+            let mut state = s.load_state()?;
             let path = MemoryPath::parse(&path).map_err(|e| Fail::env(format!("{path}: {e}")))?;
             let take = match take {
                 TakeArg::Local => Take::Local,
@@ -568,10 +574,7 @@ fn logout(g: &Global, cwd: &Path) -> Result<u8, Fail> {
 
 fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
     let s = session(g, cwd, Duration::from_secs(30))?;
-    let state = s
-        .store
-        .load(s.api.server(), s.project.as_str())
-        .map_err(Fail::env)?;
+    let state = s.load_state()?;
     let local = sync::local_status(&s.team, &state).map_err(Fail::env)?;
     let (server_revision, server_error) = if offline {
         (None, None)
@@ -634,10 +637,7 @@ fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
 
 fn diff(g: &Global, cwd: &Path, only: Option<&str>) -> Result<u8, Fail> {
     let s = session(g, cwd, Duration::from_secs(30))?;
-    let state = s
-        .store
-        .load(s.api.server(), s.project.as_str())
-        .map_err(Fail::env)?;
+    let state = s.load_state()?;
     let local = sync::local_status(&s.team, &state).map_err(Fail::env)?;
     let mut paths: Vec<String> = local
         .modified
@@ -727,20 +727,10 @@ fn hook_context(
 ) -> Result<String, String> {
     let lock_wait = deadline.saturating_sub(started.elapsed());
     let s = session(g, cwd, lock_wait).map_err(|f| f.message)?;
-    let mut state: State = s
-        .store
-        .load(s.api.server(), s.project.as_str())
-        .map_err(|e| e.to_string())?;
+    let mut state = s.load_state().map_err(|f| f.message)?;
     let api = s.api.clone().with_deadline(started + deadline);
     let prog = |_: usize, _: usize| {};
-    let engine = Engine {
-        api: &api,
-        project: &s.project,
-        team: &s.team,
-        store: &s.store,
-        max_file_bytes: memsync_core::memory::DEFAULT_MAX_FILE_BYTES,
-        progress: &prog,
-    };
+    let engine = s.engine(&api, &prog);
     let rt = runtime().map_err(|f| f.message)?;
     let left = deadline.saturating_sub(started.elapsed());
     let note =
@@ -754,10 +744,7 @@ fn hook_context(
         };
     // A pull cut short saved nothing: reload what is on disk.
     if note.is_some() {
-        state = s
-            .store
-            .load(s.api.server(), s.project.as_str())
-            .map_err(|e| e.to_string())?;
+        state = s.load_state().map_err(|f| f.message)?;
     }
     let index = MemoryPath::parse("MEMORY.md")
         .ok()

@@ -318,10 +318,20 @@ pub async fn write_revision(
         })
         .collect();
     let merged: Vec<bool> = states.iter().map(|s| s.merged).collect();
+    // One statement appends the versions and moves the current state from them.
     sqlx::query(
-        "INSERT INTO memory_versions (team, project, path, revision, deleted, sha256, content, size, merged, created_at)
-         SELECT $1, $2, p, $3, d, s, c, z, m, $4
-         FROM UNNEST($5::text[], $6::bool[], $7::text[], $8::text[], $9::int[], $10::bool[]) AS t(p, d, s, c, z, m)",
+        "WITH v AS (
+            INSERT INTO memory_versions (team, project, path, revision, deleted, sha256, content, size, merged, created_at)
+            SELECT $1, $2, p, $3, d, s, c, z, m, $4
+            FROM UNNEST($5::text[], $6::bool[], $7::text[], $8::text[], $9::int[], $10::bool[]) AS t(p, d, s, c, z, m)
+            RETURNING path, deleted, sha256, content, size
+         )
+         INSERT INTO memories (team, project, path, revision, deleted, sha256, content, size, author_name, updated_at)
+         SELECT $1, $2, path, $3, deleted, sha256, content, size, $11, $4 FROM v
+         ON CONFLICT (team, project, path) DO UPDATE SET
+            revision = EXCLUDED.revision, deleted = EXCLUDED.deleted, sha256 = EXCLUDED.sha256,
+            content = EXCLUDED.content, size = EXCLUDED.size, author_name = EXCLUDED.author_name,
+            updated_at = EXCLUDED.updated_at",
     )
     .bind(project.team())
     .bind(project.as_str())
@@ -333,27 +343,7 @@ pub async fn write_revision(
     .bind(&contents)
     .bind(&sizes)
     .bind(&merged)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "INSERT INTO memories (team, project, path, revision, deleted, sha256, content, size, author_name, updated_at)
-         SELECT $1, $2, p, $3, d, s, c, z, $4, $5
-         FROM UNNEST($6::text[], $7::bool[], $8::text[], $9::text[], $10::int[]) AS t(p, d, s, c, z)
-         ON CONFLICT (team, project, path) DO UPDATE SET
-            revision = EXCLUDED.revision, deleted = EXCLUDED.deleted, sha256 = EXCLUDED.sha256,
-            content = EXCLUDED.content, size = EXCLUDED.size, author_name = EXCLUDED.author_name,
-            updated_at = EXCLUDED.updated_at",
-    )
-    .bind(project.team())
-    .bind(project.as_str())
-    .bind(revision)
     .bind(author.name)
-    .bind(at)
-    .bind(&paths)
-    .bind(&deleted)
-    .bind(&shas)
-    .bind(&contents)
-    .bind(&sizes)
     .execute(&mut *conn)
     .await?;
     Ok((revision, at))

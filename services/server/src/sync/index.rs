@@ -147,16 +147,6 @@ pub async fn maintain(
         {
             pending.insert((depth(p), p.to_owned()));
         }
-        if !exists_after {
-            if stored.is_some() {
-                states.push(NewState {
-                    path: index_path,
-                    content: None,
-                    merged: false,
-                });
-            }
-            continue;
-        }
         let missing: Vec<String> = expected
             .iter()
             .filter_map(|(target, full)| full.as_ref().filter(|_| idx.entry(target).is_none()))
@@ -191,8 +181,8 @@ pub async fn maintain(
             .collect();
         index::reconcile(&mut idx, &expected);
         let rendered = idx.render();
-        if expected.is_empty() && rendered.trim().is_empty() {
-            // The project has no memories left: an empty root index goes too.
+        // A dir without memories loses its index; so does the root, once its index is empty.
+        if !exists_after || (expected.is_empty() && rendered.trim().is_empty()) {
             if stored.is_some() {
                 states.push(NewState {
                     path: index_path,
