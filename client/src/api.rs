@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use memsync_core::ProjectId;
 use memsync_core::wire::{
-    ConflictDetails, ErrorBody, ProjectInfo, PullResponse, PushRequest, PushResponse,
-    ValidationDetails, WhoAmI,
+    Allowlist, AllowlistAdd, ConflictDetails, ErrorBody, ProjectInfo, PullResponse, PushRequest,
+    PushResponse, ValidationDetails, WhoAmI,
 };
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -175,7 +175,7 @@ impl ApiClient {
             .get(reqwest::header::ETAG)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let body: PullResponse = json_or_error(resp, project).await?;
+        let body: PullResponse = json_or_error(resp, Some(project)).await?;
         Ok(Pulled::Changes { body, etag })
     }
 
@@ -196,23 +196,127 @@ impl ApiClient {
                     .body(body.clone())
             })
             .await?;
-        json_or_error(resp, project).await
+        json_or_error(resp, Some(project)).await
     }
 
     pub async fn whoami(&self) -> Result<WhoAmI, ApiError> {
         let url = format!("{}/v1/me", self.base);
         let resp = self.send(|| self.http.get(&url)).await?;
-        json_or_error(
-            resp,
-            &ProjectId::new("none", "none").map_err(|e| ApiError::Protocol(e.to_string()))?,
-        )
-        .await
+        json_or_error(resp, None).await
+    }
+
+    pub async fn allowlist(&self, project: &ProjectId) -> Result<Allowlist, ApiError> {
+        let url = format!("{}/v1/projects/{project}/allowlist", self.base);
+        let resp = self.send(|| self.http.get(&url)).await?;
+        json_or_error(resp, Some(project)).await
+    }
+
+    pub async fn allowlist_add(
+        &self,
+        project: &ProjectId,
+        add: &AllowlistAdd,
+    ) -> Result<Allowlist, ApiError> {
+        let url = format!("{}/v1/projects/{project}/allowlist", self.base);
+        let body = serde_json::to_vec(add).map_err(|e| ApiError::Protocol(e.to_string()))?;
+        let resp = self
+            .send(|| {
+                self.http
+                    .post(&url)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.clone())
+            })
+            .await?;
+        json_or_error(resp, Some(project)).await
+    }
+
+    pub async fn allowlist_remove(
+        &self,
+        project: &ProjectId,
+        fingerprint: &str,
+    ) -> Result<(), ApiError> {
+        let url = format!(
+            "{}/v1/projects/{project}/allowlist/{fingerprint}",
+            self.base
+        );
+        let resp = self.send(|| self.http.delete(&url)).await?;
+        if resp.status() == StatusCode::NO_CONTENT {
+            return Ok(());
+        }
+        json_or_error::<serde_json::Value>(resp, Some(project))
+            .await
+            .map(|_| ())
+    }
+
+    /// GET of any API path (e.g. `/v1/admin/audit?limit=10`), as JSON.
+    pub async fn get_json(
+        &self,
+        path: &str,
+        project: Option<&ProjectId>,
+    ) -> Result<serde_json::Value, ApiError> {
+        let url = format!("{}{path}", self.base);
+        let resp = self.send(|| self.http.get(&url)).await?;
+        json_or_error(resp, project).await
+    }
+
+    /// GET of any API path, as text (e.g. the audit log as CSV).
+    pub async fn get_text(
+        &self,
+        path: &str,
+        project: Option<&ProjectId>,
+    ) -> Result<String, ApiError> {
+        let url = format!("{}{path}", self.base);
+        let resp = self.send(|| self.http.get(&url)).await?;
+        if resp.status().is_success() {
+            return resp
+                .text()
+                .await
+                .map_err(|e| ApiError::Protocol(e.to_string()));
+        }
+        json_or_error::<serde_json::Value>(resp, project)
+            .await
+            .map(|_| String::new())
+    }
+
+    /// POST of a JSON body to any API path.
+    pub async fn post_json(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        project: Option<&ProjectId>,
+    ) -> Result<serde_json::Value, ApiError> {
+        let url = format!("{}{path}", self.base);
+        let bytes = serde_json::to_vec(body).map_err(|e| ApiError::Protocol(e.to_string()))?;
+        let resp = self
+            .send(|| {
+                self.http
+                    .post(&url)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(bytes.clone())
+            })
+            .await?;
+        json_or_error(resp, project).await
+    }
+
+    /// DELETE of any API path; 204 is success.
+    pub async fn delete_path(
+        &self,
+        path: &str,
+        project: Option<&ProjectId>,
+    ) -> Result<(), ApiError> {
+        let url = format!("{}{path}", self.base);
+        let resp = self.send(|| self.http.delete(&url)).await?;
+        if resp.status() == StatusCode::NO_CONTENT {
+            return Ok(());
+        }
+        json_or_error::<serde_json::Value>(resp, project)
+            .await
+            .map(|_| ())
     }
 
     pub async fn project_info(&self, project: &ProjectId) -> Result<ProjectInfo, ApiError> {
         let url = format!("{}/v1/projects/{project}", self.base);
         let resp = self.send(|| self.http.get(&url)).await?;
-        json_or_error(resp, project).await
+        json_or_error(resp, Some(project)).await
     }
 }
 
@@ -225,7 +329,7 @@ fn retry_after(h: &HeaderMap) -> Option<Duration> {
 
 async fn json_or_error<T: serde::de::DeserializeOwned>(
     resp: reqwest::Response,
-    project: &ProjectId,
+    project: Option<&ProjectId>,
 ) -> Result<T, ApiError> {
     let status = resp.status();
     let bytes = resp
@@ -252,9 +356,12 @@ async fn json_or_error<T: serde::de::DeserializeOwned>(
             code,
             message: "the server does not know this API; it may be older than this client (upgrade it)".into(),
         },
-        StatusCode::NOT_FOUND => ApiError::NotFound(format!(
-            "project {project} not found on the server, or your token cannot reach it (a member's first push creates it)"
-        )),
+        StatusCode::NOT_FOUND => ApiError::NotFound(match project {
+            Some(project) => format!(
+                "project {project} not found on the server, or your token cannot reach it (a member's first push creates it)"
+            ),
+            None => message,
+        }),
         StatusCode::CONFLICT => match serde_json::from_value(details) {
             Ok(details) => ApiError::Conflict { message, details },
             Err(_) => ApiError::Server { status: 409, code, message },

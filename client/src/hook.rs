@@ -74,6 +74,7 @@ pub fn context(
     state: &State,
     index: Option<&str>,
     sync_note: Option<&str>,
+    feedback: &[crate::feedback::PrivateConflict],
     now: chrono::DateTime<chrono::Utc>,
 ) -> String {
     let mut c = String::new();
@@ -93,6 +94,12 @@ pub fn context(
         c.push_str(&format!(
             "Conflict in team memory {path} ({}): the local file is kept; the user settles it with `memsync resolve {path} --take local|server|merged`.\n",
             conflict.reason
+        ));
+    }
+    for f in feedback.iter().filter(|f| f.kind == "contradiction") {
+        c.push_str(&format!(
+            "Feedback conflict: the team rule {} wins over the private memory {} ({}); follow the team rule, and fix {} or mark it `overrides: {}`.\n",
+            f.team, f.private, f.reason, f.private, f.team
         ));
     }
     for (path, r) in &state.refused {
@@ -179,14 +186,22 @@ mod tests {
                 at: String::new(),
             },
         );
+        let fb = vec![crate::feedback::PrivateConflict {
+            private: "mine.md".into(),
+            team: "testing.md".into(),
+            kind: "contradiction".into(),
+            reason: "both about the database in tests".into(),
+        }];
         let c = context(
             "acme/api",
             Path::new("/t/team"),
             &st,
             Some("- [A](a.md) — a\n"),
             Some("memsync: offline"),
+            &fb,
             now,
         );
+        assert!(c.contains("the team rule testing.md wins over the private memory mine.md"), "{c}");
         assert!(c.contains("/t/team") && c.contains("revision 7"));
         assert!(c.contains("memsync: offline"));
         assert!(c.contains("Conflict in team memory x.md"));

@@ -2,8 +2,10 @@
 //! pull/push engine behind the `memsync` command.
 
 pub mod api;
+pub mod check;
 pub mod claude;
 pub mod config;
+pub mod feedback;
 pub mod fsops;
 pub mod hook;
 pub mod state;

@@ -101,6 +101,19 @@ enum Cmd {
         #[arg(long, value_enum)]
         take: TakeArg,
     },
+    /// Scan files or directories with the team-write guards (secrets, injection, policy).
+    Scan {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Every local check of the team dir: guards, memory format, indexes.
+    Check,
+    /// The project's allowlist of scanner findings (team admins change it).
+    #[command(subcommand)]
+    Allowlist(AllowlistCmd),
+    /// Admin tasks: audit log, history, delete/restore/purge, tokens, projects.
+    #[command(subcommand)]
+    Admin(AdminCmd),
     /// Hooks for coding agents.
     #[command(subcommand)]
     Hook(HookCmd),
@@ -120,6 +133,124 @@ enum HookCmd {
         #[arg(long = "deadline", default_value = "3s", value_parser = parse_duration)]
         deadline: Duration,
     },
+}
+
+#[derive(Subcommand)]
+enum AdminCmd {
+    /// The audit log, newest first (team admins: their teams; server admins: everything).
+    Audit {
+        #[arg(long)]
+        team: Option<String>,
+        /// Any project (`team/name`); defaults to none (all you may see).
+        #[arg(long = "of-project")]
+        of_project: Option<String>,
+        #[arg(long)]
+        actor: Option<String>,
+        #[arg(long)]
+        action: Option<String>,
+        #[arg(long)]
+        path: Option<String>,
+        /// RFC 3339 time, e.g. 2026-11-01T00:00:00Z.
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// The `next_cursor` of a previous page.
+        #[arg(long)]
+        cursor: Option<i64>,
+        /// Print CSV instead.
+        #[arg(long)]
+        csv: bool,
+    },
+    /// Every version of a memory: who, when, revision, size.
+    History { path: String },
+    /// The content of one version (the read is audited).
+    Show {
+        path: String,
+        #[arg(long)]
+        revision: i64,
+    },
+    /// A unified diff between two versions (audited).
+    Diff {
+        path: String,
+        #[arg(long)]
+        from: i64,
+        #[arg(long)]
+        to: i64,
+    },
+    /// Delete a memory for everyone.
+    Rm {
+        path: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Bring an earlier version back for everyone.
+    Restore {
+        path: String,
+        #[arg(long)]
+        revision: i64,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Erase a memory's content from every stored version (leaked secret, personal data).
+    Purge {
+        path: String,
+        #[arg(long)]
+        reason: String,
+        /// Required: a purge cannot be undone.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Tokens (server admins).
+    #[command(subcommand)]
+    Tokens(TokensCmd),
+    /// Projects with sizes and last activity; archive or unarchive one.
+    Projects {
+        #[arg(long, conflicts_with = "unarchive")]
+        archive: Option<String>,
+        #[arg(long)]
+        unarchive: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokensCmd {
+    List,
+    Issue {
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        email: Option<String>,
+        /// TEAM or TEAM:admin; repeatable.
+        #[arg(long = "team")]
+        teams: Vec<String>,
+        #[arg(long)]
+        admin: bool,
+        #[arg(long)]
+        ttl_days: Option<u32>,
+    },
+    Revoke {
+        jti: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum AllowlistCmd {
+    /// List the allowlisted findings.
+    List,
+    /// Let one exact finding through for this project (its fingerprint from a refused push or
+    /// `memsync scan --json`).
+    Add {
+        fingerprint: String,
+        #[arg(long)]
+        rule: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Remove an entry.
+    Remove { fingerprint: String },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -393,6 +524,144 @@ fn run(g: &Global, cmd: Cmd) -> Result<u8, Fail> {
             }
             Ok(0)
         }
+        Cmd::Scan { paths } => {
+            let report = memsync::check::scan_paths(&paths);
+            if g.json {
+                println!(
+                    "{}",
+                    json!({ "findings": report.findings, "errors": report.errors, "files": report.files })
+                );
+            } else {
+                for f in &report.findings {
+                    println!(
+                        "{}:{}:{}: {} [{}] {}",
+                        f.path, f.line, f.column, f.category, f.rule, f.preview
+                    );
+                }
+                for (p, e) in &report.errors {
+                    eprintln!("memsync: {p}: {e}");
+                }
+                if !g.quiet {
+                    println!(
+                        "{} file(s) scanned, {} finding(s)",
+                        report.files,
+                        report.findings.len()
+                    );
+                }
+            }
+            if !report.errors.is_empty() && report.files == 0 {
+                return Ok(2);
+            }
+            Ok(u8::from(!report.findings.is_empty()))
+        }
+        Cmd::Check => {
+            let settings = settings_at(g, &cwd)?;
+            let team = TeamDir::open(&settings.team_dir).map_err(Fail::env)?;
+            let report = memsync::check::check_team_dir(
+                &team,
+                Some(&settings.private_dir),
+                memsync_core::memory::DEFAULT_MAX_FILE_BYTES,
+            )
+            .map_err(Fail::env)?;
+            if g.json {
+                println!("{}", serde_json::to_string(&report).map_err(Fail::env)?);
+            } else {
+                for f in &report.findings {
+                    println!(
+                        "{}:{}:{}: {} [{}] {}",
+                        f.path, f.line, f.column, f.category, f.rule, f.preview
+                    );
+                }
+                for c in &report.conflicts {
+                    if c.kind == "contradiction" {
+                        println!(
+                            "private {} contradicts team {}: {}. The team rule wins: fix the private memory, or add `overrides: {}` to it",
+                            c.private, c.team, c.reason, c.team
+                        );
+                    } else {
+                        println!(
+                            "private {} is related to team {}: {}",
+                            c.private, c.team, c.reason
+                        );
+                    }
+                }
+                for p in &report.problems {
+                    let line = p.line.map(|l| format!(":{l}")).unwrap_or_default();
+                    println!(
+                        "{}{line}: {} [{}] {}",
+                        p.path,
+                        if p.error { "error" } else { "warning" },
+                        p.rule,
+                        p.message
+                    );
+                }
+                if !g.quiet {
+                    println!(
+                        "{}: {} file(s), {} finding(s), {} problem(s)",
+                        report.team_dir.display(),
+                        report.files,
+                        report.findings.len(),
+                        report.problems.len()
+                    );
+                }
+            }
+            Ok(u8::from(report.has_errors()))
+        }
+        Cmd::Allowlist(cmd) => {
+            let settings = settings_at(g, &cwd)?;
+            let (server, project) = match (&settings.server, &settings.project) {
+                (Some(s), Some(p)) => (s.clone(), p.clone()),
+                _ => {
+                    return Err(Fail::env(
+                        "no server or project configured: run `memsync init`, or pass --server and --project",
+                    ));
+                }
+            };
+            let token = settings.token.as_ref().ok_or_else(|| {
+                Fail::env(format!(
+                    "no token for {server}: run `memsync login --server {server}`"
+                ))
+            })?;
+            let api = ApiClient::new(&server, token.expose(), g.timeout).map_err(Fail::env)?;
+            let rt = runtime()?;
+            let list = match cmd {
+                AllowlistCmd::List => rt.block_on(api.allowlist(&project)).map_err(Fail::env)?,
+                AllowlistCmd::Add {
+                    fingerprint,
+                    rule,
+                    reason,
+                } => rt
+                    .block_on(api.allowlist_add(
+                        &project,
+                        &memsync_core::wire::AllowlistAdd {
+                            fingerprint,
+                            rule,
+                            reason,
+                        },
+                    ))
+                    .map_err(Fail::env)?,
+                AllowlistCmd::Remove { fingerprint } => {
+                    rt.block_on(api.allowlist_remove(&project, &fingerprint))
+                        .map_err(Fail::env)?;
+                    rt.block_on(api.allowlist(&project)).map_err(Fail::env)?
+                }
+            };
+            if g.json {
+                println!("{}", serde_json::to_string(&list).map_err(Fail::env)?);
+            } else if !g.quiet {
+                if list.entries.is_empty() {
+                    println!("{project}: the allowlist is empty");
+                }
+                for e in &list.entries {
+                    println!(
+                        "{}  {}  by {} on {}: {}",
+                        e.fingerprint, e.rule, e.added_by, e.created_at, e.reason
+                    );
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Admin(cmd) => admin(g, &cwd, cmd),
         Cmd::Hook(_) => Ok(0),
     }
 }
@@ -444,6 +713,11 @@ fn print_report(what: &str, r: &Report, team_dir: &Path) {
     }
     if let Some(h) = &r.held_deletes {
         println!("  HELD: {h}");
+    }
+    if r.blocked {
+        println!(
+            "  nothing was uploaded: fix the findings above (or have a team admin allowlist a false alarm), then push again"
+        );
     }
 }
 
@@ -750,12 +1024,18 @@ fn hook_context(
         .ok()
         .and_then(|p| s.team.read(&p).ok().flatten())
         .map(|b| String::from_utf8_lossy(&b).into_owned());
+    // Private feedback against the team's, read here and never sent anywhere.
+    let private =
+        memsync::feedback::read_memories(&s.settings.private_dir, Some(&s.settings.team_dir));
+    let team = memsync::feedback::read_memories(&s.settings.team_dir, None);
+    let feedback = memsync::feedback::private_vs_team(&private, &team);
     Ok(memsync::hook::context(
         s.project.as_str(),
         &s.settings.team_dir,
         &state,
         index.as_deref(),
         note.as_deref(),
+        &feedback,
         chrono::Utc::now(),
     ))
 }
@@ -765,4 +1045,224 @@ fn offline_note(reason: &str, state: &State) -> String {
     format!(
         "memsync could not sync this session ({reason}); using the last synced copy (last pull: {when})."
     )
+}
+
+/// Percent-encodes a query value.
+fn q(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn admin(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
+    let settings = settings_at(g, cwd)?;
+    let server = settings
+        .server
+        .clone()
+        .ok_or_else(|| Fail::env("no server configured: run `memsync init`, or pass --server"))?;
+    let token = settings.token.as_ref().ok_or_else(|| {
+        Fail::env(format!(
+            "no token for {server}: run `memsync login --server {server}`"
+        ))
+    })?;
+    let api = ApiClient::new(&server, token.expose(), g.timeout).map_err(Fail::env)?;
+    let rt = runtime()?;
+    let project = || {
+        settings
+            .project
+            .clone()
+            .ok_or_else(|| Fail::env("no project: run `memsync init`, or pass --project team/name"))
+    };
+    let base = |p: &ProjectId| format!("/v1/admin/projects/{p}");
+    let out: serde_json::Value = match cmd {
+        AdminCmd::Audit {
+            team,
+            of_project,
+            actor,
+            action,
+            path,
+            since,
+            until,
+            limit,
+            cursor,
+            csv,
+        } => {
+            let mut query = vec![format!("limit={limit}")];
+            for (k, v) in [
+                ("team", team),
+                ("project", of_project),
+                ("actor", actor),
+                ("action", action),
+                ("path", path),
+                ("since", since),
+                ("until", until),
+            ] {
+                if let Some(v) = v {
+                    query.push(format!("{k}={}", q(&v)));
+                }
+            }
+            if let Some(c) = cursor {
+                query.push(format!("cursor={c}"));
+            }
+            if csv {
+                query.push("format=csv".into());
+                let text = rt
+                    .block_on(api.get_text(&format!("/v1/admin/audit?{}", query.join("&")), None))
+                    .map_err(Fail::env)?;
+                print!("{text}");
+                return Ok(0);
+            }
+            rt.block_on(api.get_json(&format!("/v1/admin/audit?{}", query.join("&")), None))
+                .map_err(Fail::env)?
+        }
+        AdminCmd::History { path } => {
+            let p = project()?;
+            rt.block_on(api.get_json(&format!("{}/history?path={}", base(&p), q(&path)), Some(&p)))
+                .map_err(Fail::env)?
+        }
+        AdminCmd::Show { path, revision } => {
+            let p = project()?;
+            let v = rt
+                .block_on(api.get_json(
+                    &format!("{}/version?path={}&revision={revision}", base(&p), q(&path)),
+                    Some(&p),
+                ))
+                .map_err(Fail::env)?;
+            if !g.json {
+                match v["content"].as_str() {
+                    Some(c) => print!("{c}"),
+                    None => println!("(no content: a deletion or a purged version)"),
+                }
+                return Ok(0);
+            }
+            v
+        }
+        AdminCmd::Diff { path, from, to } => {
+            let p = project()?;
+            let v = rt
+                .block_on(api.get_json(
+                    &format!("{}/diff?path={}&from={from}&to={to}", base(&p), q(&path)),
+                    Some(&p),
+                ))
+                .map_err(Fail::env)?;
+            if !g.json {
+                print!("{}", v["diff"].as_str().unwrap_or_default());
+                return Ok(0);
+            }
+            v
+        }
+        AdminCmd::Rm { path, reason } => {
+            let p = project()?;
+            rt.block_on(api.post_json(
+                &format!("{}/delete", base(&p)),
+                &json!({ "path": path, "reason": reason }),
+                Some(&p),
+            ))
+            .map_err(Fail::env)?
+        }
+        AdminCmd::Restore {
+            path,
+            revision,
+            reason,
+        } => {
+            let p = project()?;
+            rt.block_on(api.post_json(
+                &format!("{}/restore", base(&p)),
+                &json!({ "path": path, "revision": revision, "reason": reason }),
+                Some(&p),
+            ))
+            .map_err(Fail::env)?
+        }
+        AdminCmd::Purge { path, reason, yes } => {
+            if !yes {
+                return Err(Fail::env(
+                    "a purge erases every version of the file for good; add --yes to confirm",
+                ));
+            }
+            let p = project()?;
+            rt.block_on(api.post_json(
+                &format!("{}/purge", base(&p)),
+                &json!({ "path": path, "reason": reason }),
+                Some(&p),
+            ))
+            .map_err(Fail::env)?
+        }
+        AdminCmd::Tokens(t) => match t {
+            TokensCmd::List => rt
+                .block_on(api.get_json("/v1/admin/tokens", None))
+                .map_err(Fail::env)?,
+            TokensCmd::Issue {
+                user,
+                email,
+                teams,
+                admin,
+                ttl_days,
+            } => {
+                let mut map = serde_json::Map::new();
+                for spec in teams {
+                    let (team, role) = match spec.split_once(':') {
+                        Some((t, "admin")) => (t.to_owned(), "admin"),
+                        Some((t, "member")) | Some((t, "")) => (t.to_owned(), "member"),
+                        Some(_) => {
+                            return Err(Fail::env(format!("--team {spec}: use TEAM or TEAM:admin")));
+                        }
+                        None => (spec.clone(), "member"),
+                    };
+                    map.insert(team, json!(role));
+                }
+                let v = rt
+                    .block_on(api.post_json(
+                        "/v1/admin/tokens",
+                        &json!({ "user": user, "email": email, "teams": map, "admin": admin, "ttl_days": ttl_days }),
+                        None,
+                    ))
+                    .map_err(Fail::env)?;
+                if !g.json {
+                    // The token alone on stdout, so TOKEN=$(memsync admin tokens issue …) works.
+                    println!("{}", v["token"].as_str().unwrap_or_default());
+                    return Ok(0);
+                }
+                v
+            }
+            TokensCmd::Revoke { jti } => {
+                rt.block_on(api.delete_path(&format!("/v1/admin/tokens/{}", q(&jti)), None))
+                    .map_err(Fail::env)?;
+                json!({ "revoked": jti })
+            }
+        },
+        AdminCmd::Projects { archive, unarchive } => {
+            if let Some((name, archived)) =
+                archive.map(|a| (a, true)).or(unarchive.map(|u| (u, false)))
+            {
+                let p: ProjectId = name
+                    .parse()
+                    .map_err(|e| Fail::env(format!("{name}: {e}")))?;
+                rt.block_on(api.post_json(
+                    &format!("{}/archive", base(&p)),
+                    &json!({ "archived": archived }),
+                    Some(&p),
+                ))
+                .map_err(Fail::env)?
+            } else {
+                rt.block_on(api.get_json("/v1/admin/projects", None))
+                    .map_err(Fail::env)?
+            }
+        }
+    };
+    if g.json || !g.quiet {
+        println!(
+            "{}",
+            if g.json {
+                out.to_string()
+            } else {
+                serde_json::to_string_pretty(&out).unwrap_or_default()
+            }
+        );
+    }
+    Ok(0)
 }

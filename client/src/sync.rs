@@ -76,6 +76,8 @@ pub struct Report {
     pub skipped: Vec<PathNote>,
     /// Deletions held back by the mass-delete guard.
     pub held_deletes: Option<String>,
+    /// True when a guard finding stopped the whole push: nothing was uploaded.
+    pub blocked: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -426,6 +428,12 @@ impl Engine<'_> {
                 reason: reason.clone(),
             });
         }
+        // A refusal lasts as long as the refused content: gone or changed files are offered again.
+        state.refused.retain(|p, r| {
+            scan.files
+                .get(p)
+                .is_some_and(|f| f.sha256 == r.local_sha256)
+        });
         let mut changes: Vec<PushChange> = Vec::new();
         let mut sent: BTreeMap<String, Option<Sha256>> = BTreeMap::new();
         for (path, lf) in &scan.files {
@@ -499,6 +507,38 @@ impl Engine<'_> {
                 });
             }
         }
+        // Team feedback must not contradict other team feedback (unless it supersedes it).
+        let team_texts: Vec<(String, String)> = scan
+            .files
+            .iter()
+            .filter(|(p, _)| !p.ends_with("MEMORY.md"))
+            .map(|(p, f)| (p.clone(), String::from_utf8_lossy(&f.content).into_owned()))
+            .collect();
+        let changed: Vec<(String, String)> = changes
+            .iter()
+            .filter_map(|c| Some((c.path.clone(), c.content.clone()?)))
+            .collect();
+        let contradictions = crate::feedback::team_contradictions(&changed, &team_texts);
+        if !contradictions.is_empty() {
+            for (path, other, reason) in contradictions {
+                report.refused.push(RefusedNote {
+                    path,
+                    rule: "feedback_conflict".into(),
+                    message: format!(
+                        "contradicts the team's {other} ({reason}); reconcile them, or add `supersedes: {other}` to replace that rule"
+                    ),
+                });
+            }
+            report.blocked = true;
+            self.save_and_report_open(state, &mut report)?;
+            return Ok(report);
+        }
+        // The guards run before anything leaves the machine: one finding (not allowlisted for
+        // the project) and nothing of the batch is uploaded.
+        if self.guard_batch(state, &mut report, &changes).await {
+            self.save_and_report_open(state, &mut report)?;
+            return Ok(report);
+        }
         self.save_and_report_open(state, &mut report)?;
         let mut attempt = 0;
         while !changes.is_empty() {
@@ -566,6 +606,11 @@ impl Engine<'_> {
                         return Err(SyncError::Refused(if m.is_empty() { message } else { m }));
                     }
                 }
+                Err(ApiError::Server { code, message, .. }) if code == "feedback_conflict" => {
+                    self.team.flush()?;
+                    self.store.save(state)?;
+                    return Err(SyncError::Refused(message));
+                }
                 Err(e) => {
                     self.team.flush()?;
                     self.store.save(state)?;
@@ -576,6 +621,62 @@ impl Engine<'_> {
         self.team.flush()?;
         self.store.save(state)?;
         Ok(report)
+    }
+
+    /// Scans every file of the batch; true (and the findings reported, the files marked refused
+    /// until they change) when any finding is not on the project's allowlist.
+    async fn guard_batch(
+        &self,
+        state: &mut State,
+        report: &mut Report,
+        changes: &[PushChange],
+    ) -> bool {
+        let mut findings: Vec<(String, memsync_core::wire::Failure)> = changes
+            .iter()
+            .filter_map(|c| Some((c.path.as_str(), c.content.as_deref()?)))
+            .flat_map(|(p, text)| {
+                memsync_core::guard::scan_text(p, text)
+                    .into_iter()
+                    .map(move |f| (p.to_owned(), f))
+            })
+            .collect();
+        if findings.is_empty() {
+            return false;
+        }
+        // Findings a team admin allowlisted pass; offline, none does (the server decides anyway).
+        if let Ok(list) = self.api.allowlist(self.project).await {
+            let allowed: BTreeSet<String> =
+                list.entries.into_iter().map(|e| e.fingerprint).collect();
+            findings.retain(|(_, f)| {
+                f.fingerprint
+                    .as_ref()
+                    .is_none_or(|fp| !allowed.contains(fp))
+            });
+        }
+        if findings.is_empty() {
+            return false;
+        }
+        for (path, f) in findings {
+            if let Some(sha) = changes
+                .iter()
+                .find(|c| c.path == path)
+                .and_then(|c| c.content.as_deref())
+                .map(|c| Sha256::of(c.as_bytes()))
+            {
+                state.refused.entry(path.clone()).or_insert(RefusedRecord {
+                    local_sha256: sha,
+                    rule: f.rule.clone(),
+                    message: f.message.clone(),
+                });
+            }
+            report.refused.push(RefusedNote {
+                path,
+                rule: f.rule,
+                message: f.message,
+            });
+        }
+        report.blocked = true;
+        true
     }
 
     fn save_and_report_open(&self, state: &State, report: &mut Report) -> Result<(), SyncError> {

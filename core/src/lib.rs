@@ -3,11 +3,14 @@
 //!
 //! Everything here is pure: no I/O, no clock, no network. Both sides validate with the same code.
 
+pub mod feedback;
+pub mod guard;
 pub mod index;
 pub mod memory;
 pub mod merge;
 pub mod path;
 pub mod project;
+pub mod scan;
 pub mod sha;
 pub mod wire;
 

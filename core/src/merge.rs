@@ -18,6 +18,11 @@ pub fn merge_text(base: &str, ours: &str, theirs: &str) -> Result<String, MergeC
     diffy::merge(base, ours, theirs).map_err(|_| MergeConflict)
 }
 
+/// A unified diff from `old` to `new` (headers `--- original` / `+++ modified`).
+pub fn unified_diff(old: &str, new: &str) -> String {
+    diffy::create_patch(old, new).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

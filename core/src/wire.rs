@@ -114,6 +114,63 @@ pub struct Failure {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    /// 1-based, in characters; for scanner findings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    /// `secret`, `injection` or `policy`, for guard findings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// A redacted preview (a few leading characters, then `…`): never the secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+    /// sha256 of the rule id and the matched value; what a team admin allowlists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+impl Failure {
+    /// A failure that is not a guard finding.
+    pub fn new(
+        path: impl Into<String>,
+        rule: impl Into<String>,
+        message: impl Into<String>,
+        line: Option<u32>,
+    ) -> Failure {
+        Failure {
+            path: path.into(),
+            rule: rule.into(),
+            message: message.into(),
+            line,
+            column: None,
+            category: None,
+            preview: None,
+            fingerprint: None,
+        }
+    }
+}
+
+/// `GET /v1/projects/{team}/{name}/allowlist`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Allowlist {
+    pub entries: Vec<AllowlistEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AllowlistEntry {
+    pub fingerprint: String,
+    pub rule: String,
+    pub reason: String,
+    pub added_by: String,
+    pub created_at: String,
+}
+
+/// `POST /v1/projects/{team}/{name}/allowlist`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AllowlistAdd {
+    pub fingerprint: String,
+    pub rule: String,
+    pub reason: String,
 }
 
 /// Every error answer: `{"error":{"code","message","details"}}`.
@@ -159,4 +216,72 @@ pub struct WhoAmI {
 pub enum TeamRole {
     Member,
     Admin,
+}
+
+/// `POST /v1/projects/{team}/{name}/feedback/check`: a candidate (e.g. private) feedback memory,
+/// checked against the project's team feedback. Nothing of it is stored or logged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackCheckRequest {
+    /// A name for the candidate, used in the reasons (e.g. its path in the private dir).
+    pub path: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FeedbackCheckResponse {
+    pub findings: Vec<FeedbackFinding>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FeedbackFinding {
+    /// The team memory the candidate was compared with.
+    pub team: String,
+    /// `contradiction` or `related`.
+    pub kind: String,
+    pub reason: String,
+}
+
+/// `POST /v1/admin/projects/{team}/{name}/delete` and `.../purge`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AdminPathAction {
+    pub path: String,
+    /// Why; kept in the audit log.
+    pub reason: String,
+}
+
+/// `POST /v1/admin/projects/{team}/{name}/restore`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AdminRestore {
+    pub path: String,
+    /// The revision whose version of the path comes back.
+    pub revision: i64,
+    pub reason: String,
+}
+
+/// `POST /v1/admin/tokens` (server admins).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TokenIssue {
+    pub user: String,
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub teams: std::collections::BTreeMap<String, TeamRole>,
+    #[serde(default)]
+    pub admin: bool,
+    /// Days until it expires (default 90).
+    #[serde(default)]
+    pub ttl_days: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TokenIssued {
+    /// The token, shown once.
+    pub token: String,
+    pub jti: String,
+    /// Unix seconds.
+    pub expires_at: i64,
 }

@@ -4,6 +4,9 @@
 //! The shared cluster comes from `MEMSYNC_TEST_DATABASE_URL` (an admin URL), which `scripts/test`
 //! sets after starting a throwaway cluster.
 
+pub mod corpus;
+pub mod feedback_corpus;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -253,6 +253,11 @@ impl Principal {
     pub fn can_access(&self, project: &ProjectId) -> bool {
         self.claims.admin || self.claims.teams.contains_key(project.team())
     }
+
+    /// Team admins of the project's team, and server admins.
+    pub fn is_team_admin(&self, project: &ProjectId) -> bool {
+        self.claims.admin || self.claims.teams.get(project.team()) == Some(&TeamRole::Admin)
+    }
 }
 
 impl FromRequestParts<AppState> for Principal {

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::export::{ExportConfig, MirrorConfig};
+
 #[derive(Parser)]
 #[command(
     name = "memsync-server",
@@ -30,6 +32,20 @@ pub enum Command {
     /// Issue, list and revoke API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Maintain the git export of the projects.
+    #[command(subcommand)]
+    Export(ExportCommand),
+}
+
+#[derive(Subcommand)]
+pub enum ExportCommand {
+    /// Regenerate git repositories from PostgreSQL (delete and recreate, export every revision),
+    /// then force-update the mirror if one is configured.
+    Rebuild {
+        /// A project to rebuild, `TEAM/NAME`; repeatable. Without it, every project.
+        #[arg(long = "project", value_name = "TEAM/NAME")]
+        projects: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -145,6 +161,33 @@ pub struct GlobalArgs {
         default_value_t = 16
     )]
     pub db_pool_size: u32,
+    /// Where the git export keeps one bare repository per project, `<team>/<name>.git`
+    /// [default: <data-dir>/git]. Replicas must share it.
+    #[arg(long, global = true, env = "MEMSYNC_EXPORT_DIR")]
+    pub export_dir: Option<PathBuf>,
+    /// How often the git exporter looks for unexported revisions when no notification came.
+    #[arg(long, global = true, env = "MEMSYNC_EXPORT_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub export_interval: Duration,
+    /// Don't run the git exporter in this process (clones are still served; another replica,
+    /// or this one once restarted without the flag, exports).
+    #[arg(long, global = true, env = "MEMSYNC_EXPORT_PAUSED")]
+    pub export_paused: bool,
+    /// Push every project's git export to a mirror: a git URL with `{team}` and `{name}`, e.g.
+    /// `git@github.com:acme-memsync/{team}-{name}.git` (the repositories must exist there).
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_MIRROR_URL_TEMPLATE",
+        hide_env_values = true
+    )]
+    pub mirror_url_template: Option<String>,
+    /// Time limit for one push to the mirror.
+    #[arg(long, global = true, env = "MEMSYNC_MIRROR_TIMEOUT", default_value = "120s", value_parser = humantime::parse_duration)]
+    pub mirror_timeout: Duration,
+    /// Test hook: `after-commit` makes the exporter exit between writing commits and recording
+    /// them.
+    #[arg(long, global = true, hide = true)]
+    pub export_failpoint: Option<String>,
     /// Log format: `auto` (JSON when stderr is not a terminal), `json` or `text`.
     #[arg(
         long,
@@ -186,6 +229,7 @@ pub struct Config {
     pub max_changes_per_push: usize,
     pub request_timeout: Duration,
     pub db_pool_size: u32,
+    pub export: ExportConfig,
 }
 
 impl Config {
@@ -196,6 +240,10 @@ impl Config {
             .or_else(|| std::env::var("DATABASE_URL").ok())
             .filter(|s| !s.is_empty())
             .map(SecretString);
+        let export_dir = g
+            .export_dir
+            .clone()
+            .unwrap_or_else(|| g.data_dir.join("git"));
         Config {
             listen: g.listen,
             data_dir: g.data_dir.clone(),
@@ -212,6 +260,20 @@ impl Config {
             max_changes_per_push: g.max_changes_per_push,
             request_timeout: g.request_timeout,
             db_pool_size: g.db_pool_size.max(2),
+            export: ExportConfig {
+                dir: std::path::absolute(&export_dir).unwrap_or(export_dir),
+                interval: g.export_interval.max(Duration::from_millis(50)),
+                paused: g.export_paused,
+                mirror: g
+                    .mirror_url_template
+                    .clone()
+                    .filter(|s| !s.is_empty())
+                    .map(|t| MirrorConfig {
+                        url_template: SecretString(t),
+                        timeout: g.mirror_timeout,
+                    }),
+                failpoint: g.export_failpoint.clone(),
+            },
         }
     }
 }

@@ -10,6 +10,8 @@ use serde_json::Value;
 pub enum ApiError {
     #[error("{0}")]
     Unauthenticated(String),
+    #[error("{0}")]
+    Forbidden(String),
     /// Also what another team's project answers, so project names don't leak.
     #[error("{0}")]
     NotFound(String),
@@ -23,6 +25,8 @@ pub enum ApiError {
     },
     #[error("{message}")]
     Conflict { message: String, details: Value },
+    #[error("{message}")]
+    FeedbackConflict { message: String, details: Value },
     #[error("{0}")]
     PayloadTooLarge(String),
     #[error("{0}")]
@@ -46,10 +50,11 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::FeedbackConflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
@@ -61,9 +66,11 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::Unauthenticated(_) => "unauthenticated",
+            ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
             ApiError::BadRequest { code, .. } | ApiError::Unprocessable { code, .. } => code,
             ApiError::Conflict { .. } => "conflict",
+            ApiError::FeedbackConflict { .. } => "feedback_conflict",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Timeout(_) => "timeout",
@@ -75,9 +82,9 @@ impl ApiError {
     /// The JSON body this error answers with; also what an idempotent replay stores.
     pub fn body(&self) -> ErrorBody {
         let details = match self {
-            ApiError::Unprocessable { details, .. } | ApiError::Conflict { details, .. } => {
-                details.clone()
-            }
+            ApiError::Unprocessable { details, .. }
+            | ApiError::Conflict { details, .. }
+            | ApiError::FeedbackConflict { details, .. } => details.clone(),
             _ => Value::Object(Default::default()),
         };
         ErrorBody {

@@ -1,9 +1,12 @@
 //! `memsync-server`: serve, migrate, and token administration.
 
+mod admin;
 mod auth;
 mod config;
 mod db;
 mod error;
+mod export;
+mod guard;
 mod http;
 mod store;
 mod sync;
@@ -20,7 +23,7 @@ use memsync_core::wire::TeamRole;
 use uuid::Uuid;
 
 use crate::auth::{Claims, Keys, Revocations};
-use crate::config::{Cli, Command, Config, TokenCommand};
+use crate::config::{Cli, Command, Config, ExportCommand, TokenCommand};
 use crate::db::Database;
 
 fn main() -> std::process::ExitCode {
@@ -59,6 +62,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Token(cmd) => token(cfg, cmd).await,
+        Command::Export(cmd) => export_cmd(cfg, cmd).await,
     }
 }
 
@@ -69,6 +73,7 @@ fn keys(cfg: &Config) -> anyhow::Result<Keys> {
 }
 
 async fn serve(cfg: Config) -> anyhow::Result<()> {
+    cfg.export.validate()?;
     let keys = Arc::new(keys(&cfg)?);
     let db = Database::open(&cfg).await?;
     if let Err(e) = db.migrate().await {
@@ -106,6 +111,10 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("memsync-server listening on http://{addr}");
     let _ = std::io::stdout().flush();
+    if let Err(e) = export::start(db.pool.clone(), cfg.export.clone()) {
+        db.close().await;
+        return Err(e.context("starting the git export"));
+    }
     // On SIGTERM/SIGINT: stop accepting, let requests in flight finish, but not for ever.
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
     let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
@@ -165,6 +174,27 @@ fn spawn_housekeeping(pool: sqlx::PgPool) {
             }
         }
     });
+}
+
+async fn export_cmd(cfg: Config, cmd: ExportCommand) -> anyhow::Result<()> {
+    let ExportCommand::Rebuild { projects } = cmd;
+    let projects = projects
+        .iter()
+        .map(|p| {
+            p.parse::<memsync_core::ProjectId>()
+                .with_context(|| format!("--project {p}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let db = Database::open(&cfg).await?;
+    let result = async {
+        if let Err(reason) = db::ready(&db.pool).await {
+            bail!("{reason}; run `memsync-server migrate` first");
+        }
+        export::rebuild(&db.pool, cfg.export.clone(), projects).await
+    }
+    .await;
+    db.close().await;
+    result
 }
 
 fn parse_teams(specs: &[String]) -> anyhow::Result<BTreeMap<String, TeamRole>> {

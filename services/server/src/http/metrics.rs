@@ -114,11 +114,13 @@ pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> R
 }
 
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
+    let mut body = state.metrics.render();
+    body.push_str(&crate::export::metrics(&state.pool).await);
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.render(),
+        body,
     )
 }

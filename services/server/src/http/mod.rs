@@ -1,6 +1,7 @@
 //! The HTTP layer: routes, extractors and middleware. Handlers are thin: extract, call the
 //! domain function, map the result.
 
+mod admin;
 mod body;
 pub mod metrics;
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, delete, get, post};
 use axum::{Json, Router};
 use memsync_core::ProjectId;
 use memsync_core::wire::WhoAmI;
@@ -22,6 +23,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::auth::{Keys, Principal, Revocations};
 use crate::error::{ApiError, ApiResult};
+use crate::export::http::{self as git, GitPrincipal};
 use crate::sync::{self, Pull, PushMeta, PushOutcome, SyncLimits};
 pub use body::JsonBody;
 
@@ -47,6 +49,76 @@ fn routes() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/v1/projects/{team}/{name}", get(project_info)),
         ("GET", "/v1/projects/{team}/{name}/changes", get(pull)),
         ("POST", "/v1/projects/{team}/{name}/push", post(push)),
+        (
+            "POST",
+            "/v1/projects/{team}/{name}/feedback/check",
+            post(feedback_check),
+        ),
+        (
+            "GET",
+            "/v1/projects/{team}/{name}/allowlist",
+            get(allowlist_list),
+        ),
+        (
+            "POST",
+            "/v1/projects/{team}/{name}/allowlist",
+            post(allowlist_add),
+        ),
+        (
+            "DELETE",
+            "/v1/projects/{team}/{name}/allowlist/{fingerprint}",
+            delete(allowlist_remove),
+        ),
+        ("GET", "/v1/admin/audit", get(admin::audit)),
+        ("GET", "/v1/admin/projects", get(admin::projects)),
+        (
+            "POST",
+            "/v1/admin/projects/{team}/{name}/archive",
+            post(admin::archive),
+        ),
+        (
+            "GET",
+            "/v1/admin/projects/{team}/{name}/history",
+            get(admin::history),
+        ),
+        (
+            "GET",
+            "/v1/admin/projects/{team}/{name}/version",
+            get(admin::version),
+        ),
+        (
+            "GET",
+            "/v1/admin/projects/{team}/{name}/diff",
+            get(admin::diff),
+        ),
+        (
+            "POST",
+            "/v1/admin/projects/{team}/{name}/delete",
+            post(admin::delete),
+        ),
+        (
+            "POST",
+            "/v1/admin/projects/{team}/{name}/restore",
+            post(admin::restore),
+        ),
+        (
+            "POST",
+            "/v1/admin/projects/{team}/{name}/purge",
+            post(admin::purge),
+        ),
+        ("GET", "/v1/admin/tokens", get(admin::tokens)),
+        ("POST", "/v1/admin/tokens", post(admin::token_issue)),
+        (
+            "DELETE",
+            "/v1/admin/tokens/{jti}",
+            delete(admin::token_revoke),
+        ),
+        ("GET", "/git/{team}/{repo}/info/refs", get(git_info_refs)),
+        (
+            "POST",
+            "/git/{team}/{repo}/git-upload-pack",
+            post(git_upload_pack),
+        ),
     ]
 }
 
@@ -160,7 +232,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
-fn request_id(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn request_id(headers: &HeaderMap) -> Option<&str> {
     headers.get(&REQUEST_ID).and_then(|v| v.to_str().ok())
 }
 
@@ -289,6 +361,112 @@ async fn push(
         )
             .into_response()),
     }
+}
+
+/// Checks a candidate feedback memory against the team's; the content is neither stored nor
+/// logged (nor audited).
+async fn feedback_check(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    body: JsonBody<memsync_core::wire::FeedbackCheckRequest>,
+) -> ApiResult<Response> {
+    let project = reachable(&principal, &team, &name)?;
+    let req = body.value;
+    if req.path.is_empty() || req.path.len() > 255 {
+        return Err(ApiError::bad_request(
+            "invalid_path",
+            "`path` names the candidate in 1-255 bytes, e.g. its path in your private dir",
+        ));
+    }
+    if req.content.len() > state.limits.file.max_file_bytes {
+        return Err(ApiError::PayloadTooLarge(
+            "the candidate is larger than a memory may be".into(),
+        ));
+    }
+    let mut conn = state.pool.acquire().await?;
+    let findings =
+        crate::sync::feedback::check_candidate(&mut conn, &project, &req.path, &req.content)
+            .await?;
+    Ok(Json(memsync_core::wire::FeedbackCheckResponse { findings }).into_response())
+}
+
+async fn allowlist_list(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let project = reachable(&principal, &team, &name)?;
+    Ok(Json(crate::guard::list(&state.pool, &project).await?).into_response())
+}
+
+async fn allowlist_add(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: JsonBody<memsync_core::wire::AllowlistAdd>,
+) -> ApiResult<Response> {
+    let project = reachable(&principal, &team, &name)?;
+    let added = crate::guard::add(
+        &state.pool,
+        &principal,
+        &project,
+        body.value,
+        request_id(&headers),
+    )
+    .await?;
+    let status = if added {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(crate::guard::list(&state.pool, &project).await?),
+    )
+        .into_response())
+}
+
+async fn allowlist_remove(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name, fingerprint)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let project = reachable(&principal, &team, &name)?;
+    crate::guard::remove(
+        &state.pool,
+        &principal,
+        &project,
+        &fingerprint,
+        request_id(&headers),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Read-only `git clone` of a project's export: the refs advertisement.
+async fn git_info_refs(
+    GitPrincipal(principal): GitPrincipal,
+    Path((team, repo)): Path<(String, String)>,
+    Query(q): Query<git::InfoRefsQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let project = reachable(&principal, &team, git::project_name(&repo))?;
+    git::info_refs(&project, q.service.as_deref(), &headers).await
+}
+
+/// Read-only `git clone` of a project's export: the pack.
+async fn git_upload_pack(
+    State(state): State<AppState>,
+    GitPrincipal(principal): GitPrincipal,
+    Path((team, repo)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> ApiResult<Response> {
+    let project = reachable(&principal, &team, git::project_name(&repo))?;
+    git::upload_pack(&project, &headers, body, state.max_body_bytes).await
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@ use sqlx::{PgConnection, PgExecutor};
 pub struct LockedProject {
     pub revision: i64,
     pub files: i64,
+    /// An archived project is read-only.
+    pub archived: bool,
 }
 
 /// The stored state of one path.
@@ -166,16 +168,17 @@ pub async fn lock_project(
     conn: &mut PgConnection,
     project: &ProjectId,
 ) -> sqlx::Result<Option<LockedProject>> {
-    let row: Option<(i64, i32)> = sqlx::query_as(
-        "SELECT revision, files FROM projects WHERE team = $1 AND project = $2 FOR UPDATE",
+    let row: Option<(i64, i32, bool)> = sqlx::query_as(
+        "SELECT revision, files, archived_at IS NOT NULL FROM projects WHERE team = $1 AND project = $2 FOR UPDATE",
     )
     .bind(project.team())
     .bind(project.as_str())
     .fetch_optional(&mut *conn)
     .await?;
-    Ok(row.map(|(revision, files)| LockedProject {
+    Ok(row.map(|(revision, files, archived)| LockedProject {
         revision,
         files: files.into(),
+        archived,
     }))
 }
 
@@ -257,6 +260,22 @@ pub async fn live_contents(
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows.into_iter().collect())
+}
+
+/// Live memory files that may be feedback memories (a cheap text prefilter; callers parse).
+pub async fn live_feedback_candidates(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT path, content FROM memories
+         WHERE team = $1 AND project = $2 AND NOT deleted AND content LIKE '%feedback%'
+           AND path NOT LIKE '%MEMORY.md'",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .fetch_all(&mut *conn)
+    .await
 }
 
 /// Who made a revision.

@@ -194,18 +194,18 @@ pub async fn maintain(
         }
         let lines = rendered.lines().count();
         if lines > index::MAX_LINES || rendered.len() > index::MAX_BYTES {
-            failures.push(Failure {
-                path: index_path.clone(),
-                rule: "index_too_large".into(),
-                message: format!(
+            failures.push(Failure::new(
+                index_path.clone(),
+                "index_too_large",
+                format!(
                     "{index_path} would have {lines} lines and {} bytes; agents load only the first {} lines / {} bytes of an index. \
                      Move some memories into a subdirectory (it gets its own MEMORY.md) or shorten the index",
                     rendered.len(),
                     index::MAX_LINES,
                     index::MAX_BYTES
                 ),
-                line: None,
-            });
+                None,
+            ));
             continue;
         }
         if server_text.as_deref() != Some(rendered.as_str()) {

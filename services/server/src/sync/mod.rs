@@ -1,6 +1,7 @@
 //! The sync engine: pull the changes since a revision; push an atomic batch with per-file base
 //! versions, merged three-way with concurrent edits where they don't overlap.
 
+pub mod feedback;
 pub mod index;
 pub mod validate;
 
@@ -208,6 +209,26 @@ pub async fn push(
             return Err(validation_failed(failures));
         }
     };
+    // Secrets and injection payloads: the whole batch is refused on any finding that the
+    // project's allowlist does not name.
+    let (checked, mut findings) = tokio::task::spawn_blocking(move || {
+        let findings = validate::scan_batch(&checked);
+        (checked, findings)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.into()))?;
+    if !findings.is_empty() {
+        let allowed = crate::store::allowlist::fingerprints(pool, project).await?;
+        findings.retain(|f| {
+            f.fingerprint
+                .as_ref()
+                .is_none_or(|fp| !allowed.contains(fp))
+        });
+        if !findings.is_empty() {
+            refuse_audit(pool, &audit_base, "push_refused", &findings).await;
+            return Err(validation_failed(findings));
+        }
+    }
 
     let mut tx = pool.begin().await?;
     let locked = match memories::lock_project(&mut tx, project).await? {
@@ -221,6 +242,13 @@ pub async fn push(
                 })?
         }
     };
+    if locked.archived {
+        return Err(ApiError::Unprocessable {
+            code: "project_archived",
+            message: format!("{project} is archived (read-only); a team admin can unarchive it"),
+            details: json!({}),
+        });
+    }
     // A concurrent retry with the same key may have committed while we waited for the lock.
     if let Some(key) = meta.idempotency_key
         && let Some(stored) = idempotency::find(&mut *tx, project, &actor.sub, key).await?
@@ -229,7 +257,7 @@ pub async fn push(
     }
 
     let paths: Vec<String> = checked.iter().map(|c| c.path.as_str().to_owned()).collect();
-    let current = memories::current(&mut tx, project, &paths).await?;
+    let mut current = memories::current(&mut tx, project, &paths).await?;
 
     let mut writes: BTreeMap<String, NewState> = BTreeMap::new();
     let mut pushed_indexes: BTreeMap<String, (Option<Sha256>, Option<String>)> = BTreeMap::new();
@@ -307,20 +335,56 @@ pub async fn push(
         });
     }
 
+    // Team feedback must not contradict other team feedback, unless it supersedes it.
+    match feedback::check(&mut tx, project, &checked).await? {
+        Ok(superseded) => {
+            current.extend(memories::current(&mut tx, project, &superseded).await?);
+            for path in superseded {
+                writes.entry(path.clone()).or_insert(NewState {
+                    path,
+                    content: None,
+                    merged: false,
+                });
+            }
+        }
+        Err(conflicts) => {
+            drop(tx);
+            let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
+            let others: Vec<&str> = conflicts.iter().map(|c| c.other.as_str()).collect();
+            let _ = audit::record(
+                pool,
+                &AuditEvent {
+                    action: "push_refused",
+                    details: json!({ "rules": ["feedback_conflict"], "paths": paths, "others": others }),
+                    ..audit_base.clone()
+                },
+            )
+            .await;
+            let first = &conflicts[0];
+            return Err(ApiError::FeedbackConflict {
+                message: format!(
+                    "{} contradicts the team's {} ({}); nothing was applied. Reconcile them, or add `supersedes: {}` to its frontmatter to replace that rule",
+                    first.path, first.other, first.reason, first.other
+                ),
+                details: json!({ "conflicts": conflicts }),
+            });
+        }
+    }
+
     let deletes = writes.values().filter(|w| w.content.is_none()).count() as i64;
     let threshold = 50.max(locked.files / 10);
     if deletes > threshold && !req.allow_mass_delete {
         drop(tx);
-        let failures = vec![Failure {
-            path: String::new(),
-            rule: "mass_delete".into(),
-            message: format!(
+        let failures = vec![Failure::new(
+            String::new(),
+            "mass_delete",
+            format!(
                 "this push deletes {deletes} of the project's {} files (more than {threshold}); that is almost always a wiped folder. \
                  Nothing was applied; push with --allow-mass-delete if it is deliberate",
                 locked.files
             ),
-            line: None,
-        }];
+            None,
+        )];
         refuse_audit(pool, &audit_base, "push_refused", &failures).await;
         return Err(validation_failed(failures));
     }
@@ -368,16 +432,16 @@ pub async fn push(
     }
     if files_delta > 0 && locked.files + files_delta > limits.max_files_per_project {
         drop(tx);
-        let failures = vec![Failure {
-            path: String::new(),
-            rule: "too_many_files".into(),
-            message: format!(
+        let failures = vec![Failure::new(
+            String::new(),
+            "too_many_files",
+            format!(
                 "{project} would hold {} files; the limit is {}. Delete stale memories first",
                 locked.files + files_delta,
                 limits.max_files_per_project
             ),
-            line: None,
-        }];
+            None,
+        )];
         refuse_audit(pool, &audit_base, "push_refused", &failures).await;
         return Err(validation_failed(failures));
     }
@@ -411,7 +475,8 @@ pub async fn push(
             .collect();
         let details: Vec<serde_json::Value> = states
             .iter()
-            .map(|s| json!({ "sha256": s.sha256(), "size": s.content.as_ref().map_or(0, String::len) }))
+            // Sizes only: hashes of content stay in memory_versions, where a purge can erase them.
+            .map(|s| json!({ "size": s.content.as_ref().map_or(0, String::len) }))
             .collect();
         audit::record_paths(
             &mut *tx,
@@ -506,11 +571,15 @@ pub fn validation_failed(failures: Vec<Failure>) -> ApiError {
 async fn refuse_audit(pool: &PgPool, base: &AuditEvent<'_>, action: &str, failures: &[Failure]) {
     let rules: Vec<&str> = failures.iter().map(|f| f.rule.as_str()).collect();
     let paths: Vec<&str> = failures.iter().map(|f| f.path.as_str()).collect();
+    let fingerprints: Vec<&str> = failures
+        .iter()
+        .filter_map(|f| f.fingerprint.as_deref())
+        .collect();
     if let Err(e) = audit::record(
         pool,
         &AuditEvent {
             action,
-            details: json!({ "rules": rules, "paths": paths }),
+            details: json!({ "rules": rules, "paths": paths, "fingerprints": fingerprints }),
             ..base.clone()
         },
     )

@@ -32,12 +32,7 @@ pub fn shown(path: &str) -> String {
 }
 
 fn failure(path: &str, rule: &str, message: impl Into<String>, line: Option<u32>) -> Failure {
-    Failure {
-        path: shown(path),
-        rule: rule.to_owned(),
-        message: message.into(),
-        line,
-    }
+    Failure::new(shown(path), rule, message, line)
 }
 
 pub fn check_batch(req: &PushRequest, limits: Limits) -> Result<Vec<CheckedChange>, Vec<Failure>> {
@@ -162,12 +157,24 @@ fn check_index_text(path: &str, content: &str, limits: Limits) -> Result<(), Vec
 /// Team-scope policy: `type: user` memories are always private.
 pub fn check_team_policy(path: &str, doc: &MemoryDoc) -> Result<(), Vec<Failure>> {
     if doc.memory_type() == Some(MemoryType::User) {
-        return Err(vec![failure(
+        let mut f = failure(
             path,
             "type_user_in_team",
             "`type: user` memories describe one person and are always private; keep it in your private memory dir",
             Some(1),
-        )]);
+        );
+        f.category = Some("policy".into());
+        return Err(vec![f]);
     }
     Ok(())
+}
+
+/// The secret and injection scan of every file a batch writes. CPU-bound: callers run it off
+/// the async runtime.
+pub fn scan_batch(checked: &[CheckedChange]) -> Vec<Failure> {
+    checked
+        .iter()
+        .filter_map(|c| Some((c.path.as_str(), c.content.as_deref()?)))
+        .flat_map(|(path, text)| memsync_core::guard::scan_text(&shown(path), text))
+        .collect()
 }

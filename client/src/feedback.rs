@@ -1,0 +1,132 @@
+//! Feedback consistency on this machine: private feedback that contradicts team feedback must
+//! say `overrides: <team path>`, and a team feedback memory must not contradict another team one
+//! unless it says `supersedes: <path>`. Private memories are read here, locally, and never sent.
+
+use std::path::{Path, PathBuf};
+
+use memsync_core::feedback::{self, Kind, Note};
+use memsync_core::{MemoryDoc, MemoryType};
+use serde::Serialize;
+
+/// A private/team pair, as `memsync check --json` prints it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PrivateConflict {
+    /// Relative to the private dir.
+    pub private: String,
+    /// Relative to the team dir.
+    pub team: String,
+    /// `contradiction` or `related`.
+    pub kind: String,
+    pub reason: String,
+}
+
+/// Every `.md` file under `dir` (relative path, text), skipping `skip` (the team dir inside the
+/// private dir), hidden entries and symlinks.
+pub fn read_memories(dir: &Path, skip: Option<&Path>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    walk(dir, dir, skip, &mut out);
+    out.sort();
+    out
+}
+
+fn walk(root: &Path, dir: &Path, skip: Option<&Path>, out: &mut Vec<(String, String)>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p: PathBuf = e.path();
+        if skip.is_some_and(|s| p == s) || e.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            walk(root, &p, skip, out);
+        } else if ft.is_file()
+            && p.extension().is_some_and(|x| x == "md")
+            && !p.ends_with("MEMORY.md")
+            && let (Ok(text), Ok(rel)) = (std::fs::read_to_string(&p), p.strip_prefix(root))
+        {
+            out.push((rel.to_string_lossy().replace('\\', "/"), text));
+        }
+    }
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Contradiction => "contradiction",
+        Kind::Related => "related",
+    }
+}
+
+/// Private feedback against team feedback. A contradiction the private memory declares with
+/// `overrides: <team path>` is not reported.
+pub fn private_vs_team(
+    private: &[(String, String)],
+    team: &[(String, String)],
+) -> Vec<PrivateConflict> {
+    let a: Vec<Note<'_>> = private
+        .iter()
+        .map(|(p, t)| Note { path: p, text: t })
+        .collect();
+    let b: Vec<Note<'_>> = team
+        .iter()
+        .map(|(p, t)| Note { path: p, text: t })
+        .collect();
+    feedback::compare(&a, &b)
+        .into_iter()
+        .filter(|f| {
+            let overrides = private
+                .iter()
+                .find(|(p, _)| *p == f.a)
+                .and_then(|(_, t)| MemoryDoc::parse(t).ok())
+                .and_then(|d| {
+                    d.get_str("overrides")
+                        .map(|s| s.trim().trim_start_matches("team/").to_owned())
+                });
+            !(f.kind == Kind::Contradiction && overrides.as_deref() == Some(f.b.as_str()))
+        })
+        .map(|f| PrivateConflict {
+            private: f.a,
+            team: f.b,
+            kind: kind_name(f.kind).into(),
+            reason: f.reason,
+        })
+        .collect()
+}
+
+/// Team feedback about to be pushed (`changed`) that contradicts other team feedback and does
+/// not supersede it: (path, other, reason).
+pub fn team_contradictions(
+    changed: &[(String, String)],
+    team: &[(String, String)],
+) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for (path, text) in changed {
+        let Ok(doc) = MemoryDoc::parse(text) else {
+            continue;
+        };
+        if doc.memory_type() != Some(MemoryType::Feedback) {
+            continue;
+        }
+        let supersedes = doc.get_str("supersedes").map(|s| s.trim().to_owned());
+        let against: Vec<Note<'_>> = team
+            .iter()
+            .filter(|(p, _)| p != path)
+            .map(|(p, t)| Note { path: p, text: t })
+            .collect();
+        for f in feedback::check_one(&Note { path, text }, &against) {
+            if f.kind == Kind::Contradiction && supersedes.as_deref() != Some(f.b.as_str()) {
+                // The other side may supersede this one.
+                let other_supersedes = team
+                    .iter()
+                    .find(|(p, _)| *p == f.b)
+                    .and_then(|(_, t)| MemoryDoc::parse(t).ok())
+                    .and_then(|d| d.get_str("supersedes").map(|s| s.trim().to_owned()));
+                if other_supersedes.as_deref() != Some(path.as_str()) {
+                    out.push((path.clone(), f.b, f.reason));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,515 @@
+//! Feedback consistency: which feedback memories of one set are about the same subject as
+//! memories of another set, and which of those give opposite directives.
+//!
+//! Agents are told not to save a private feedback memory that contradicts a team one without
+//! saying so; this module checks it in software. It is deterministic (the verdict on a pair
+//! depends on those two memories only, never on the rest of the set, so [`check_one`] and
+//! [`compare`] always agree), explains every finding in one line, and reads untrusted text: it
+//! never panics and its work per memory is bounded (only the first 4 KiB of rule text and 1 KiB
+//! of description are read, at most 64 sentences; the lexicon is matched with the `regex` and
+//! `aho-corasick` automata, linear in the text). The lexicon is compiled once per process, on
+//! first use (~0.1–0.2 s); after that a few hundred × a few hundred memories take tens of
+//! milliseconds in release (`memsync-feedback-eval --bench 300`).
+//!
+//! # Method
+//!
+//! 1. **Directive.** A feedback memory leads with its rule, then `**Why:**` and
+//!    `**How to apply:**` lines. The rule lines (the body up to the first such label — bold or
+//!    not, in English, Chinese, Japanese, Korean, German, Spanish or French) and the
+//!    `description` are the directive; the why/how lines are context and are not read. Only
+//!    `type: feedback` memories (or `metadata.type`) that parse are compared. Text is
+//!    NFKC-normalised and lower-cased, split into sentences, and sentences into parts at commas,
+//!    colons, dashes, asides in parentheses and "but".
+//! 2. **Subject.** Content terms of the directive: words after stop-word removal and light
+//!    stemming ("mocking", "mocked", "mocks" → mock; "pull request", "PR" → pr), code
+//!    identifiers kept whole (`cargo fmt` in backticks, `unwrap()`, `--no-verify`,
+//!    `pnpm-lock.yaml`, `snake_case`) and, for Chinese and Japanese, pairs of adjacent
+//!    Han/katakana characters (hiragana separates words). Identifiers weigh more than words;
+//!    common words (test, code, file, commit…) and language names weigh less. A domain lexicon
+//!    maps synonyms to one *concept* with *choices*: npm/pnpm/yarn/bun → the JavaScript package
+//!    manager; squash/merge commit/rebase-and-merge → how pull requests are merged; rebase onto
+//!    main/merge main in → how branches are updated; tabs/spaces → indentation;
+//!    camelCase/snake_case/kebab-case/PascalCase → naming style; UTC/local time → the timezone;
+//!    mock/fake/stub/in-memory vs real/throwaway database → the database in tests; 80/100/120
+//!    columns → line length; and some thirty more, with their Chinese, Japanese, German, Spanish
+//!    and French names where they have one (the lexicon is in `lexicon.rs`). Where two concepts
+//!    could read the same words, the more specific one wins ("--force-with-lease" is not
+//!    "--force"; "npm packages" names no package manager). Two memories share a subject when
+//!    they name a concept in common, or their shared terms weigh at least as much as two
+//!    ordinary words.
+//! 3. **Polarity.** Each term and choice gets the polarity of the part of the sentence it is in:
+//!    *do* (always, must, should, use, prefer, the bare imperative "Mock the database"),
+//!    *don't* (never, don't, avoid, stop, skip, omit, no longer, no, remove, forbidden, is
+//!    deprecated), *may* (is fine, is ok, may, can, allowed) or *need not* (no need to, optional,
+//!    don't bother). "Instead of", "rather than", "not", "without", "unless" and "prefer X over
+//!    Y" switch it for what follows. Cues such as "must" govern the words after them; the words
+//!    before them are the topic ("integration tests must hit a real database": the topic has no
+//!    polarity, "real database" is *do*), except a lexicon choice, which a strong or negative cue
+//!    is about ("tabs must never be used"). Post-positive cues ("mocks are fine", "tabs are
+//!    forbidden", "the e2e suite must pass") govern the words before them; Japanese and Korean
+//!    predicates come last, German cues govern the whole part. A weak positive cue ("use") does
+//!    not lift a negation in force ("don't use"). A condition ("when squash-merging, …", "if",
+//!    "before") carries no directive, and a place ("no emoji *in commit messages*") says where a
+//!    rule applies, not what it is about.
+//! 4. **Opposition.** Two directives oppose when the same term or choice is *do* in one and
+//!    *don't* in the other (or *may* vs *don't*, or *do* vs *need not*), or when they pick
+//!    different choices of an exclusive concept (tabs vs spaces, pnpm vs npm, squash vs merge
+//!    commits, 80 vs 120 columns, UTC vs local time) and neither accepts the other's pick. For
+//!    plain terms the opposed terms of one pair of sentences must weigh at least as much as two
+//!    ordinary words (one identifier is enough), so one shared verb ("commit") is not a
+//!    contradiction.
+//! 5. **Scope.** Qualifiers separate rules: shared/main branches vs your own/feature branch;
+//!    where the text goes (logs, display — CLI output, UI —, storage and APIs, commit messages,
+//!    PR text, code comments, source code, docs, replies); tests vs production code; unit vs
+//!    integration tests; frontend vs backend; CI vs local; the language of the code (also told
+//!    by identifiers: `console.log`, `println!`); and what is named (file names, variables and
+//!    functions, types, constants, fields, columns). Each stance takes the scope of its sentence
+//!    part, else of its sentence, else of the whole directive, dimension by dimension. Two
+//!    stances are in different scopes when, in some dimension, both name values and none in
+//!    common; a rule that names no value applies to all of them (so "never force-push" does
+//!    contradict "force-pushing your own branch is fine").
+//! 6. **Verdict.** Opposition in compatible scopes → [`Kind::Contradiction`]; a shared subject
+//!    (including opposition only across different scopes) → [`Kind::Related`]; otherwise
+//!    nothing. The reason names the shared subject, the scope both name, and quotes the two
+//!    opposing sentence parts, e.g. `both about the database in tests (integration tests);
+//!    "Mock the database in integration tests" vs "must hit a real database"`; a related pair
+//!    says `…, for different scopes (unit tests vs integration tests); …` or `…; no opposing
+//!    directives`.
+//!
+//! What it does not do: it does not understand quantifiers or exceptions beyond the scope words
+//! ("only for hotfixes"), nor synonyms outside the lexicon, nor what a rule presupposes; the
+//! labeled corpus (`tests/src/feedback_corpus.rs`, scored by `memsync-feedback-eval`) measures
+//! it and lists every case it gets wrong, with the reason.
+
+mod analyze;
+mod lexicon;
+#[cfg(test)]
+mod tests;
+
+use analyze::{Analysis, ChoiceStance, Scope, TermStance, analyze};
+use lexicon::{choice_label, concept_exclusive, concept_label};
+
+/// How two feedback memories relate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Opposite directives on one subject, in the same scope.
+    Contradiction,
+    /// The same subject, compatible directives (or opposite ones for different scopes).
+    Related,
+}
+
+/// A feedback memory to compare: its path (relative to its dir) and full file text.
+#[derive(Debug, Clone, Copy)]
+pub struct Note<'a> {
+    pub path: &'a str,
+    pub text: &'a str,
+}
+
+/// One pair of memories that have something in common.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    /// Path from the first set.
+    pub a: String,
+    /// Path from the second set.
+    pub b: String,
+    pub kind: Kind,
+    /// One line naming the shared subject and the opposing cues.
+    pub reason: String,
+}
+
+/// Compares every note of `a` with every note of `b` (only `type: feedback` ones; others
+/// ignored; a note that doesn't parse is ignored). Pairs with nothing in common are not
+/// reported. Findings come in the order of `a`, then of `b`.
+pub fn compare(a: &[Note<'_>], b: &[Note<'_>]) -> Vec<Finding> {
+    let aa: Vec<Option<Analysis>> = a.iter().map(|n| analyze(n.text)).collect();
+    let bb: Vec<Option<Analysis>> = b.iter().map(|n| analyze(n.text)).collect();
+    let mut out = Vec::new();
+    for (na, xa) in a.iter().zip(&aa) {
+        let Some(xa) = xa else { continue };
+        for (nb, xb) in b.iter().zip(&bb) {
+            let Some(xb) = xb else { continue };
+            if let Some((kind, reason)) = judge(xa, xb) {
+                out.push(Finding {
+                    a: na.path.to_owned(),
+                    b: nb.path.to_owned(),
+                    kind,
+                    reason,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Same, for one candidate against a set (the server's check of a single push / the stateless
+/// endpoint).
+pub fn check_one(candidate: &Note<'_>, against: &[Note<'_>]) -> Vec<Finding> {
+    compare(std::slice::from_ref(candidate), against)
+}
+
+/// Shared terms must weigh this much (two ordinary words, one identifier) to make a subject.
+const RELATED_MIN: u32 = 2 * analyze::W_WORD;
+/// Opposed terms of one sentence pair must weigh this much to make a contradiction.
+const OPPOSED_MIN: u32 = 2 * analyze::W_WORD;
+/// A shared concept is a subject by itself.
+const W_CONCEPT: u32 = 3 * analyze::W_WORD;
+/// Scope dimension of the kind of test; when it is named, "tests" says nothing more.
+const DIM_AREA: usize = 2;
+const DIM_TEST_KIND: usize = 3;
+
+/// An opposition found between two memories.
+struct Opposition {
+    subject: String,
+    scope_a: Scope,
+    scope_b: Scope,
+    snip_a: (usize, usize),
+    snip_b: (usize, usize),
+    weight: u32,
+}
+
+fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String)> {
+    let (shared_weight, shared_concepts, shared_terms) = shared_subject(a, b);
+    if shared_weight == 0 {
+        return None;
+    }
+    let (c_same, c_apart) = choice_opposition(a, b);
+    let (t_same, t_apart) = term_opposition(a, b);
+    if let Some(o) = c_same.or(t_same) {
+        let scope = scope_note(&o.scope_a.intersection(&o.scope_b));
+        let reason = format!(
+            "both about {}{}; \"{}\" vs \"{}\"",
+            o.subject,
+            scope,
+            quote(&a.text, o.snip_a),
+            quote(&b.text, o.snip_b)
+        );
+        return Some((Kind::Contradiction, reason));
+    }
+    if let Some(o) = c_apart.or(t_apart) {
+        let (la, lb) = match o.scope_a.separating_dim(&o.scope_b) {
+            Some(d) => (o.scope_a.labels(d).join("/"), o.scope_b.labels(d).join("/")),
+            None => (String::new(), String::new()),
+        };
+        let reason = format!(
+            "both about {}, for different scopes ({la} vs {lb}); \"{}\" vs \"{}\"",
+            o.subject,
+            quote(&a.text, o.snip_a),
+            quote(&b.text, o.snip_b)
+        );
+        return Some((Kind::Related, reason));
+    }
+    if shared_weight >= RELATED_MIN {
+        let mut names: Vec<String> = shared_concepts
+            .iter()
+            .take(2)
+            .map(|&c| concept_label(c).to_owned())
+            .collect();
+        names.extend(term_names(a, &shared_terms, 3));
+        let reason = format!("both about {}; no opposing directives", names.join(", "));
+        return Some((Kind::Related, reason));
+    }
+    None
+}
+
+/// Weight of the shared subject, the shared concepts and the shared terms (indices into
+/// `a.terms`, heaviest first).
+fn shared_subject(a: &Analysis, b: &Analysis) -> (u32, Vec<usize>, Vec<usize>) {
+    let mut weight = 0;
+    let mut terms = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.terms.len() && j < b.terms.len() {
+        match a.terms[i].key.cmp(&b.terms[j].key) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                weight += a.terms[i].weight.min(b.terms[j].weight);
+                terms.push(i);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let concepts: Vec<usize> = a
+        .concepts
+        .iter()
+        .copied()
+        .filter(|c| b.concepts.binary_search(c).is_ok())
+        .collect();
+    weight += W_CONCEPT * u32::try_from(concepts.len()).unwrap_or(u32::MAX / W_CONCEPT);
+    terms.sort_by(|&x, &y| {
+        a.terms[y]
+            .weight
+            .cmp(&a.terms[x].weight)
+            .then(a.terms[x].pos.cmp(&a.terms[y].pos))
+    });
+    (weight, concepts, terms)
+}
+
+/// Whether `x` uses or allows `choice` of `concept` in a scope compatible with `scope`.
+fn accepts(x: &[ChoiceStance], concept: usize, choice: usize, scope: &Scope) -> bool {
+    x.iter().any(|s| {
+        s.concept == concept && s.choice == choice && s.pol.accepts() && s.scope.compatible(scope)
+    })
+}
+
+/// The first opposition between lexicon choices in compatible scopes, and the first across
+/// different scopes.
+fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<Opposition>) {
+    let (mut same, mut apart): (Option<Opposition>, Option<Opposition>) = (None, None);
+    for sa in &a.choice_stances {
+        for sb in b.choice_stances.iter().filter(|s| s.concept == sa.concept) {
+            let opposed = if sa.choice == sb.choice {
+                sa.pol.opposes(sb.pol)
+            } else {
+                concept_exclusive(sa.concept)
+                    && prefers_either(sa, sb)
+                    && !accepts(&b.choice_stances, sa.concept, sa.choice, &sa.scope)
+                    && !accepts(&a.choice_stances, sb.concept, sb.choice, &sb.scope)
+            };
+            if !opposed {
+                continue;
+            }
+            // Two different picks explain the conflict better than "X" vs "not X".
+            let weight = W_CONCEPT + u32::from(sa.choice != sb.choice);
+            let o = Opposition {
+                subject: concept_label(sa.concept).to_owned(),
+                scope_a: sa.scope,
+                scope_b: sb.scope,
+                snip_a: sa.snip,
+                snip_b: sb.snip,
+                weight,
+            };
+            let slot = if sa.scope.compatible(&sb.scope) {
+                &mut same
+            } else {
+                &mut apart
+            };
+            if slot.as_ref().is_none_or(|x| x.weight < o.weight) {
+                *slot = Some(o);
+            }
+        }
+    }
+    (same, apart)
+}
+
+/// One side uses its choice and the other uses or allows a different one.
+fn prefers_either(sa: &ChoiceStance, sb: &ChoiceStance) -> bool {
+    use lexicon::Pol::{Permit, Pos};
+    matches!((sa.pol, sb.pol), (Pos, Pos) | (Pos, Permit) | (Permit, Pos))
+}
+
+/// Opposed terms, summed per pair of sentences: the heaviest sum in compatible scopes and the
+/// heaviest across different scopes, if they reach [`OPPOSED_MIN`].
+fn term_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<Opposition>) {
+    struct Acc {
+        clauses: (usize, usize),
+        compatible: bool,
+        weight: u32,
+        terms: Vec<usize>,
+        best: u32,
+        first: (usize, usize),
+    }
+    let mut accs: Vec<Acc> = Vec::new();
+    let group = |st: &[TermStance], from: usize| -> usize {
+        let t = st[from].term;
+        st[from..].iter().take_while(|s| s.term == t).count()
+    };
+    let (mut i, mut j) = (0, 0);
+    while i < a.term_stances.len() && j < b.term_stances.len() {
+        let ta = &a.terms[a.term_stances[i].term];
+        let tb = &b.terms[b.term_stances[j].term];
+        match ta.key.cmp(&tb.key) {
+            std::cmp::Ordering::Less => i += group(&a.term_stances, i),
+            std::cmp::Ordering::Greater => j += group(&b.term_stances, j),
+            std::cmp::Ordering::Equal => {
+                let (na, nb) = (group(&a.term_stances, i), group(&b.term_stances, j));
+                let w = ta.weight.min(tb.weight);
+                let term = a.term_stances[i].term;
+                let mut seen: Vec<((usize, usize), bool)> = Vec::new();
+                for (ia, sa) in a.term_stances[i..i + na].iter().enumerate() {
+                    for (ib, sb) in b.term_stances[j..j + nb].iter().enumerate() {
+                        if !sa.pol.opposes(sb.pol) {
+                            continue;
+                        }
+                        let key = ((sa.clause, sb.clause), sa.scope.compatible(&sb.scope));
+                        if seen.contains(&key) {
+                            continue;
+                        }
+                        seen.push(key);
+                        let pos = accs
+                            .iter()
+                            .position(|x| (x.clauses, x.compatible) == key)
+                            .unwrap_or_else(|| {
+                                accs.push(Acc {
+                                    clauses: key.0,
+                                    compatible: key.1,
+                                    weight: 0,
+                                    terms: Vec::new(),
+                                    best: 0,
+                                    first: (i + ia, j + ib),
+                                });
+                                accs.len() - 1
+                            });
+                        let acc = &mut accs[pos];
+                        acc.weight += w;
+                        acc.terms.push(term);
+                        if w > acc.best {
+                            acc.best = w;
+                            acc.first = (i + ia, j + ib);
+                        }
+                    }
+                }
+                i += na;
+                j += nb;
+            }
+        }
+    }
+    let pick = |compatible: bool| -> Option<Opposition> {
+        let acc = accs
+            .iter()
+            .filter(|x| x.compatible == compatible && x.weight >= OPPOSED_MIN)
+            .fold(None::<&Acc>, |best, x| match best {
+                Some(b) if b.weight >= x.weight => Some(b),
+                _ => Some(x),
+            })?;
+        let (sa, sb) = (&a.term_stances[acc.first.0], &b.term_stances[acc.first.1]);
+        let mut terms = acc.terms.clone();
+        terms.sort_by(|&x, &y| {
+            a.terms[y]
+                .weight
+                .cmp(&a.terms[x].weight)
+                .then(a.terms[x].pos.cmp(&a.terms[y].pos))
+        });
+        Some(Opposition {
+            subject: term_names(a, &terms, 3).join(", "),
+            scope_a: sa.scope,
+            scope_b: sb.scope,
+            snip_a: sa.snip,
+            snip_b: sb.snip,
+            weight: acc.weight,
+        })
+    };
+    (pick(true), pick(false))
+}
+
+/// Display names of terms (heaviest first): CJK pairs that are adjacent in `a`'s text are
+/// joined back into one word; identifiers are quoted as code.
+fn term_names(a: &Analysis, terms: &[usize], max: usize) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut cjk: Vec<&analyze::Term> = terms
+        .iter()
+        .filter_map(|&t| a.terms.get(t))
+        .filter(|t| t.cjk)
+        .collect();
+    cjk.sort_by_key(|t| t.pos);
+    let mut runs: Vec<(usize, String)> = Vec::new();
+    for t in cjk {
+        if let Some((end, run)) = runs.last_mut()
+            && t.pos < *end
+        {
+            let overlap = *end - t.pos;
+            run.push_str(t.surface.get(overlap..).unwrap_or(""));
+            *end = t.pos + t.surface.len();
+            continue;
+        }
+        runs.push((t.pos + t.surface.len(), t.surface.clone()));
+    }
+    let mut cjk_done = false;
+    for &t in terms {
+        let Some(term) = a.terms.get(t) else { continue };
+        if term.cjk {
+            if !cjk_done {
+                cjk_done = true;
+                let mut r: Vec<String> = runs.iter().map(|(_, s)| s.clone()).collect();
+                r.sort_by_key(|s| std::cmp::Reverse(s.chars().count()));
+                names.extend(r.into_iter().take(max));
+            }
+            continue;
+        }
+        let name = if term.weight >= analyze::W_IDENT {
+            format!("`{}`", term.surface.trim_matches('`'))
+        } else {
+            term.surface.to_lowercase()
+        };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names.truncate(max);
+    names
+}
+
+/// " (integration tests)" for the scope values both stances name, or "".
+fn scope_note(s: &Scope) -> String {
+    let mut labels = Vec::new();
+    for d in 0..lexicon::N_SCOPE_DIMS {
+        if d == DIM_AREA && s.0[DIM_TEST_KIND] != 0 {
+            continue;
+        }
+        labels.extend(s.labels(d));
+    }
+    if labels.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", labels.join(", "))
+    }
+}
+
+/// A directive excerpt on one line, with no double quotes of its own.
+fn quote(text: &str, (s, e): (usize, usize)) -> String {
+    let raw = text.get(s..e).unwrap_or("");
+    let mut out = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        match c {
+            '"' => out.push('\''),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    let out = out.trim();
+    if out.is_empty() {
+        "…".to_owned()
+    } else {
+        out.to_owned()
+    }
+}
+
+#[doc(hidden)]
+/// The choice names of a memory's directive, for debugging the lexicon (`memsync-feedback-eval
+/// --explain`).
+pub fn explain(text: &str) -> String {
+    let Some(x) = analyze(text) else {
+        return "not a feedback memory".to_owned();
+    };
+    let mut out = format!(
+        "directive: {:?}\nlexicon patterns that failed to compile: {}\n",
+        x.text,
+        lexicon::Lexicon::get().broken
+    );
+    for s in &x.choice_stances {
+        out.push_str(&format!(
+            "choice {} = {} {:?} scope {:?} \"{}\"\n",
+            concept_label(s.concept),
+            choice_label(s.concept, s.choice),
+            s.pol,
+            s.scope.0,
+            quote(&x.text, s.snip)
+        ));
+    }
+    for s in &x.term_stances {
+        out.push_str(&format!(
+            "term {} {:?} clause {} scope {:?}\n",
+            x.terms[s.term].key, s.pol, s.clause, s.scope.0
+        ));
+    }
+    let neutral: Vec<&str> = x
+        .terms
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !x.term_stances.iter().any(|s| s.term == *i))
+        .map(|(_, t)| t.key.as_str())
+        .collect();
+    out.push_str(&format!("topic terms: {neutral:?}\n"));
+    out
+}

@@ -1,0 +1,670 @@
+use proptest::prelude::*;
+
+use super::*;
+
+/// A feedback memory whose directive is `rule` (the description adds nothing).
+fn fb(rule: &str) -> String {
+    format!(
+        "---\nname: m\ndescription: x\ntype: feedback\n---\n{rule}\n\n**Why:** because.\n\n**How to apply:** always.\n"
+    )
+}
+
+fn verdict(a: &str, b: &str) -> Option<(Kind, String)> {
+    let (ta, tb) = (fb(a), fb(b));
+    let f = compare(
+        &[Note {
+            path: "a.md",
+            text: &ta,
+        }],
+        &[Note {
+            path: "b.md",
+            text: &tb,
+        }],
+    );
+    assert!(f.len() <= 1);
+    f.into_iter().next().map(|f| {
+        assert!(
+            !f.reason.contains('\n') && !f.reason.is_empty(),
+            "{}",
+            f.reason
+        );
+        assert_eq!((f.a.as_str(), f.b.as_str()), ("a.md", "b.md"));
+        (f.kind, f.reason)
+    })
+}
+
+fn debug(a: &str, b: &str) -> String {
+    format!("\n--- a\n{}--- b\n{}", explain(&fb(a)), explain(&fb(b)))
+}
+
+#[track_caller]
+fn contradiction(a: &str, b: &str) -> String {
+    match verdict(a, b) {
+        Some((Kind::Contradiction, r)) => {
+            // The verdict does not depend on which side is which.
+            assert!(
+                matches!(verdict(b, a), Some((Kind::Contradiction, _))),
+                "{b:?} vs {a:?} is not a contradiction"
+            );
+            r
+        }
+        other => panic!(
+            "{a:?} vs {b:?}: expected a contradiction, got {other:?}{}",
+            debug(a, b)
+        ),
+    }
+}
+
+#[track_caller]
+fn related(a: &str, b: &str) -> String {
+    match verdict(a, b) {
+        Some((Kind::Related, r)) => r,
+        other => panic!(
+            "{a:?} vs {b:?}: expected related, got {other:?}{}",
+            debug(a, b)
+        ),
+    }
+}
+
+#[track_caller]
+fn nothing(a: &str, b: &str) {
+    if let Some(v) = verdict(a, b) {
+        panic!("{a:?} vs {b:?}: expected nothing, got {v:?}{}", debug(a, b));
+    }
+}
+
+#[test]
+fn lexicon_compiles() {
+    assert_eq!(lexicon::Lexicon::get().broken, 0);
+}
+
+#[test]
+fn the_issue_example() {
+    let private = "---\nname: mock-db\ndescription: mock the database in integration tests\ntype: feedback\n---\nMock the database in integration tests.\n\n**Why:** the suite is slow.\n";
+    let team = "---\nname: testing-policy\ndescription: integration tests hit a real database\ntype: feedback\n---\nIntegration tests must hit a real database, not mocks.\n\n**Why:** a mocked test passed while the prod migration failed.\n**How to apply:** any test under tests/ that touches storage.\n";
+    let f = compare(
+        &[Note {
+            path: "mock-db.md",
+            text: private,
+        }],
+        &[Note {
+            path: "testing-policy.md",
+            text: team,
+        }],
+    );
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].kind, Kind::Contradiction);
+    assert_eq!(
+        (f[0].a.as_str(), f[0].b.as_str()),
+        ("mock-db.md", "testing-policy.md")
+    );
+    let r = &f[0].reason;
+    assert!(
+        r.starts_with("both about the database in tests (integration tests);"),
+        "{r}"
+    );
+    assert!(
+        r.contains("\"Mock the database in integration tests\""),
+        "{r}"
+    );
+    assert!(r.contains("must hit a real database"), "{r}");
+    // The same through the single-candidate entry point.
+    let one = check_one(
+        &Note {
+            path: "mock-db.md",
+            text: private,
+        },
+        &[Note {
+            path: "testing-policy.md",
+            text: team,
+        }],
+    );
+    assert_eq!(one, f);
+    // Serialized the way the wire and `check --json` carry it.
+    let json = serde_json::to_value(&f[0]).unwrap();
+    assert_eq!(json["kind"], "contradiction");
+}
+
+// --- Polarity cue families -------------------------------------------------------------------
+
+#[test]
+fn always_vs_never() {
+    contradiction(
+        "Always squash-merge pull requests.",
+        "Never squash pull requests when merging.",
+    );
+    contradiction(
+        "You must use tabs for indentation.",
+        "Tabs must never be used for indentation.",
+    );
+}
+
+#[test]
+fn do_vs_dont() {
+    contradiction(
+        "Run `cargo fmt` before committing.",
+        "Don't run `cargo fmt` before committing; CI does it.",
+    );
+    contradiction("Commit the lockfile.", "Do not commit lockfiles.");
+    contradiction(
+        "Add emoji to commit messages.",
+        "No emoji in commit messages.",
+    );
+}
+
+#[test]
+fn avoid_stop_skip_no_longer() {
+    contradiction("Avoid tabs for indentation.", "Indent with tabs.");
+    contradiction(
+        "Stop adding license headers to new files.",
+        "Every new file must start with the license header.",
+    );
+    contradiction("Skip the e2e suite in CI.", "CI must run the e2e suite.");
+    contradiction("We no longer use yarn.", "Use yarn to install packages.");
+}
+
+#[test]
+fn instead_of_rather_than_over_without() {
+    contradiction("Indent with spaces instead of tabs.", "Indent with tabs.");
+    contradiction(
+        "Use `ripgrep` rather than `grep -r`.",
+        "Search with `grep -r`.",
+    );
+    contradiction("Prefer pnpm over npm.", "Install packages with npm.");
+    contradiction(
+        "Commit without running `cargo test`.",
+        "Always run `cargo test` before committing.",
+    );
+}
+
+#[test]
+fn is_fine_and_optional() {
+    contradiction(
+        "Force-pushing to main is fine after a bad merge.",
+        "Never force-push to main.",
+    );
+    contradiction(
+        "Docstrings are optional.",
+        "Every public function must have a docstring.",
+    );
+    contradiction(
+        "No need to write a changelog entry; the release tool generates it.",
+        "Always write a CHANGELOG entry for user-visible changes.",
+    );
+    // Two permissions don't contradict each other.
+    related(
+        "Tabs are fine for indentation.",
+        "Spaces are fine for indentation.",
+    );
+}
+
+#[test]
+fn negation_not_lifted_by_a_weak_verb() {
+    // "don't use X" stays a negation; "never X, always Y" switches.
+    contradiction("Don't use npm.", "Use npm for installs.");
+    let r = contradiction("Never use tabs, always use spaces.", "Indent with tabs.");
+    assert!(r.contains("indentation"), "{r}");
+}
+
+#[test]
+fn conditions_and_places_are_not_directives() {
+    // "when squash-merging" does not ask to squash.
+    related(
+        "When squash-merging, use the PR title as the commit subject.",
+        "Merge pull requests with a merge commit.",
+    );
+    // "in commit messages" is where the rule applies, not what it forbids.
+    related(
+        "Write the PR title in the imperative mood.",
+        "No emoji in commit messages or PR titles.",
+    );
+}
+
+#[test]
+fn same_choice_in_other_words_is_not_a_contradiction() {
+    related(
+        "Squash-merge every pull request.",
+        "Use 'Squash and merge' on GitHub for PRs.",
+    );
+    related(
+        "Use pnpm.",
+        "Install dependencies with pnpm install --frozen-lockfile in CI.",
+    );
+}
+
+// --- Lexicon ---------------------------------------------------------------------------------
+
+#[test]
+fn lexicon_exclusive_choices() {
+    let r = contradiction("Use npm to install packages.", "This repo uses pnpm.");
+    assert!(r.contains("package manager"), "{r}");
+    contradiction("Install packages with yarn.", "Install packages with bun.");
+    let r = contradiction(
+        "Land pull requests with a merge commit.",
+        "Squash-merge every pull request.",
+    );
+    assert!(r.contains("merged"), "{r}");
+    contradiction(
+        "Use rebase-and-merge for pull requests.",
+        "Squash-merge every pull request.",
+    );
+    contradiction("Indent with tabs.", "Indent with 4 spaces.");
+    contradiction("Indent with 2 spaces.", "Indent with 4 spaces.");
+    contradiction(
+        "Name variables in camelCase.",
+        "Name variables in snake_case.",
+    );
+    contradiction("Name files in kebab-case.", "Name files in snake_case.");
+    contradiction("Log timestamps in UTC.", "Log timestamps in local time.");
+    contradiction(
+        "Mock the database in integration tests.",
+        "Integration tests run against a throwaway Postgres.",
+    );
+    contradiction(
+        "Wrap lines at 80 columns.",
+        "The max line width is 120 characters.",
+    );
+    contradiction(
+        "Use single quotes for strings.",
+        "Use double quotes for strings.",
+    );
+    contradiction(
+        "Format Python with black.",
+        "Format Python with ruff format.",
+    );
+    contradiction(
+        "Rebase your branch onto main to update it.",
+        "Merge main into your branch to update it.",
+    );
+}
+
+#[test]
+fn lexicon_claims_the_more_specific_name() {
+    // "--force-with-lease" is not a plain "--force".
+    related(
+        "Use --force-with-lease when updating your PR branch.",
+        "Never use --force on your PR branch.",
+    );
+    // "npm packages" are packages, whatever installs them.
+    nothing("Check the licence of new npm packages.", "Use pnpm.");
+    // "spaces in file names" is not indentation.
+    nothing("Never put spaces in file names.", "Indent with tabs.");
+}
+
+#[test]
+fn unrelated_and_one_shared_word() {
+    nothing(
+        "Use rg instead of grep.",
+        "Add a CHANGELOG entry for user-visible changes.",
+    );
+    nothing(
+        "Never commit .env files.",
+        "Commit the regenerated openapi.yaml with API changes.",
+    );
+    nothing("Keep your answers short.", "Keep functions under 50 lines.");
+}
+
+// --- Scope -----------------------------------------------------------------------------------
+
+#[test]
+fn scope_separates_rules() {
+    let r = related(
+        "Force-pushing your own feature branch is fine.",
+        "Never force-push shared branches like main.",
+    );
+    assert!(
+        r.contains("different scopes")
+            && r.contains("your own branch")
+            && r.contains("shared branches"),
+        "{r}"
+    );
+    related(
+        "Show times in the UI in the user's local timezone.",
+        "Log timestamps in UTC.",
+    );
+    related(
+        "Log timestamps in UTC.",
+        "Store timestamps in local time in the database.",
+    );
+    related(
+        "unwrap() is fine in tests.",
+        "Never call unwrap() in library code.",
+    );
+    related(
+        "Mock the database in unit tests.",
+        "Integration tests must hit a real database.",
+    );
+    related(
+        "Use 2-space indentation in the frontend.",
+        "Backend code uses 4-space indentation.",
+    );
+    related(
+        "Don't run the e2e suite locally.",
+        "CI must run the e2e suite.",
+    );
+    related(
+        "Name Python functions in snake_case.",
+        "Name TypeScript functions in camelCase.",
+    );
+    related(
+        "Use kebab-case for file names.",
+        "Use camelCase for variables.",
+    );
+    related("Use emoji in CLI output.", "No emoji in logs.");
+}
+
+#[test]
+fn a_rule_without_scope_applies_everywhere() {
+    contradiction(
+        "Force-pushing your own feature branch is fine.",
+        "Never force-push.",
+    );
+    contradiction(
+        "Indent with tabs.",
+        "Frontend code is indented with 2 spaces.",
+    );
+}
+
+#[test]
+fn scope_of_a_sentence_part() {
+    // The rule is "tabs in Go, spaces in Python"; the other says tabs in Python.
+    contradiction(
+        "Use tabs in Go files, spaces in Python files.",
+        "Indent Python files with tabs.",
+    );
+    related(
+        "Use tabs in Go files, spaces in Python files.",
+        "Indent Go files with tabs.",
+    );
+}
+
+// --- CJK and other languages -----------------------------------------------------------------
+
+#[test]
+fn chinese() {
+    let r = contradiction(
+        "集成测试里可以直接 mock 数据库。",
+        "集成测试必须连接真实的数据库，不要使用 mock。",
+    );
+    assert!(r.contains("集成测试里可以直接 mock 数据库"), "{r}");
+    related(
+        "单元测试里可以 mock 数据库。",
+        "集成测试必须连接真实数据库。",
+    );
+    contradiction(
+        "安装依赖用 npm，不要用 pnpm。",
+        "Use pnpm for everything; npm is not allowed.",
+    );
+    // Shared CJK terms make a subject.
+    let r = related(
+        "数据库迁移必须先在预发环境运行。",
+        "数据库迁移需要两个人评审。",
+    );
+    assert!(r.contains("数据库迁移"), "{r}");
+}
+
+#[test]
+fn japanese_and_korean() {
+    contradiction(
+        "インデントにはタブを使う。",
+        "インデントはスペース2つ。タブは使わないこと。",
+    );
+    related(
+        "ログのタイムスタンプは UTC で出力する。",
+        "画面に表示する時刻はユーザーのローカル時間にする。",
+    );
+    contradiction(
+        "PR は rebase してからマージする。マージコミットは作らない。",
+        "Always merge PRs with a merge commit.",
+    );
+    contradiction(
+        "cargo fmt 는 직접 실행하지 마세요.",
+        "Run cargo fmt before every push.",
+    );
+}
+
+#[test]
+fn european_languages() {
+    contradiction(
+        "Verwende npm für neue Pakete.",
+        "Wir nutzen ausschließlich pnpm; npm install ist verboten.",
+    );
+    related(
+        "In Unit-Tests darf die Datenbank gemockt werden.",
+        "Integrationstests müssen gegen eine echte Datenbank laufen.",
+    );
+    contradiction(
+        "Nunca hagas squash de los commits al fusionar un PR.",
+        "Los PR se fusionan siempre con squash.",
+    );
+    contradiction(
+        "Les horodatages des logs doivent être en heure locale.",
+        "Log timestamps are UTC.",
+    );
+    contradiction(
+        "Schreibe Commit-Nachrichten auf Deutsch.",
+        "Commit messages must be written in English.",
+    );
+}
+
+// --- What is read ----------------------------------------------------------------------------
+
+#[test]
+fn why_and_how_lines_are_context() {
+    let a = "---\nname: readme\ndescription: keep the readme short\ntype: feedback\n---\nKeep the README short.\n\n**Why:** Also, never mock the database in integration tests.\n**How to apply:** mock nothing.\n";
+    let b = fb("Mock the database in integration tests.");
+    assert!(
+        compare(
+            &[Note { path: "a", text: a }],
+            &[Note {
+                path: "b",
+                text: &b
+            }]
+        )
+        .is_empty()
+    );
+    // Labels in other languages end the rule too.
+    let a = "---\nname: zh\ndescription: x\ntype: feedback\n---\n保持 README 简短。\n\n**原因：** 集成测试里可以 mock 数据库。\n";
+    let b = fb("集成测试必须连接真实的数据库。");
+    assert!(
+        compare(
+            &[Note { path: "a", text: a }],
+            &[Note {
+                path: "b",
+                text: &b
+            }]
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn description_is_part_of_the_directive() {
+    let a = "---\nname: a\ndescription: Use npm to install packages\ntype: feedback\n---\n**Why:** habit.\n";
+    let b = fb("This repo uses pnpm.");
+    let f = compare(
+        &[Note { path: "a", text: a }],
+        &[Note {
+            path: "b",
+            text: &b,
+        }],
+    );
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].kind, Kind::Contradiction);
+}
+
+#[test]
+fn only_feedback_memories_that_parse() {
+    let rule = "Use npm to install packages.";
+    let project = format!("---\nname: p\ndescription: x\ntype: project\n---\n{rule}\n");
+    let user = format!("---\nname: u\ndescription: x\ntype: user\n---\n{rule}\n");
+    let untyped = format!("---\nname: u\ndescription: x\n---\n{rule}\n");
+    let broken = format!("---\nname: [b\ntype: feedback\n---\n{rule}\n");
+    let bare = rule.to_owned();
+    let meta = format!("---\nname: m\ndescription: x\nmetadata:\n  type: feedback\n---\n{rule}\n");
+    let crlf = fb(rule).replace('\n', "\r\n");
+    let team = fb("This repo uses pnpm.");
+    let b = [Note {
+        path: "team.md",
+        text: &team,
+    }];
+    for (text, expected) in [
+        (&project, 0),
+        (&user, 0),
+        (&untyped, 0),
+        (&broken, 0),
+        (&bare, 0),
+        (&meta, 1),
+        (&crlf, 1),
+    ] {
+        let f = compare(&[Note { path: "p.md", text }], &b);
+        assert_eq!(f.len(), expected, "{text:?}: {f:?}");
+    }
+}
+
+#[test]
+fn findings_are_in_order_and_pairwise() {
+    let texts: Vec<String> = [
+        "Use npm to install packages.",
+        "Indent with tabs.",
+        "Mock the database in integration tests.",
+        "Keep your answers short.",
+    ]
+    .iter()
+    .map(|r| fb(r))
+    .collect();
+    let team: Vec<String> = [
+        "This repo uses pnpm.",
+        "Integration tests must hit a real database.",
+        "Indent with 2 spaces.",
+        "Give detailed answers.",
+    ]
+    .iter()
+    .map(|r| fb(r))
+    .collect();
+    let a: Vec<Note<'_>> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Note {
+            path: ["a0", "a1", "a2", "a3"][i],
+            text: t,
+        })
+        .collect();
+    let b: Vec<Note<'_>> = team
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Note {
+            path: ["b0", "b1", "b2", "b3"][i],
+            text: t,
+        })
+        .collect();
+    let all = compare(&a, &b);
+    let got: Vec<(&str, &str, Kind)> = all
+        .iter()
+        .map(|f| (f.a.as_str(), f.b.as_str(), f.kind))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("a0", "b0", Kind::Contradiction),
+            ("a1", "b2", Kind::Contradiction),
+            ("a2", "b1", Kind::Contradiction),
+            ("a3", "b3", Kind::Contradiction),
+        ]
+    );
+    // Each verdict depends on its two memories only.
+    for f in &all {
+        let x = a.iter().find(|n| n.path == f.a).unwrap();
+        let y = b.iter().find(|n| n.path == f.b).unwrap();
+        assert_eq!(check_one(x, std::slice::from_ref(y)), vec![f.clone()]);
+    }
+    assert_eq!(compare(&a, &b), all, "deterministic");
+}
+
+#[test]
+fn hostile_input_is_bounded() {
+    let cues =
+        "never always must not don't instead of rather than is fine 不要 必须 しない ".repeat(3000);
+    let cjk = "集成测试必须连接真实的数据库".repeat(5000);
+    let ticks = "`".repeat(50_000);
+    let commas = "a, (b) — c: d; ".repeat(5000);
+    let lines = "- x\n".repeat(20_000);
+    let long_word = "a".repeat(90_000);
+    let nested = "(".repeat(30_000);
+    for body in [&cues, &cjk, &ticks, &commas, &lines, &long_word, &nested] {
+        let text = format!("---\nname: h\ndescription: x\ntype: feedback\n---\n{body}");
+        let notes = vec![
+            Note {
+                path: "h",
+                text: &text
+            };
+            3
+        ];
+        let _ = compare(&notes, &notes);
+    }
+}
+
+fn arbitrary_body() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<String>(),
+        "\\PC{0,400}",
+        proptest::collection::vec(
+            prop_oneof![
+                Just("never ".to_owned()),
+                Just("always ".to_owned()),
+                Just("don't ".to_owned()),
+                Just("instead of ".to_owned()),
+                Just("is fine".to_owned()),
+                Just("tabs ".to_owned()),
+                Just("spaces ".to_owned()),
+                Just("npm ".to_owned()),
+                Just("pnpm ".to_owned()),
+                Just("mock the database ".to_owned()),
+                Just("real database ".to_owned()),
+                Just("in integration tests".to_owned()),
+                Just("`cargo fmt` ".to_owned()),
+                Just("unwrap() ".to_owned()),
+                Just("不要使用 mock".to_owned()),
+                Just("必须".to_owned()),
+                Just("しないこと".to_owned()),
+                Just("**Why:** ".to_owned()),
+                Just(", ".to_owned()),
+                Just(". ".to_owned()),
+                Just("(".to_owned()),
+                Just(")".to_owned()),
+                Just("`".to_owned()),
+                Just("\n".to_owned()),
+                Just("\u{200b}".to_owned()),
+                Just("\u{0301}".to_owned()),
+                Just("İ".to_owned()),
+                "\\PC{0,12}",
+            ],
+            0..60,
+        )
+        .prop_map(|v| v.concat()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn never_panics_on_arbitrary_text(a in any::<String>(), b in "\\PC*") {
+        let _ = compare(&[Note { path: "a", text: &a }], &[Note { path: "b", text: &b }]);
+    }
+
+    #[test]
+    fn never_panics_on_arbitrary_bodies(a in arbitrary_body(), b in arbitrary_body(), d in "\\PC{0,80}") {
+        let ta = format!("---\nname: a\ndescription: {}\ntype: feedback\n---\n{a}", serde_json::to_string(&d).unwrap());
+        let tb = format!("---\nname: b\ndescription: x\ntype: feedback\n---\n{b}");
+        let f = compare(&[Note { path: "a", text: &ta }], &[Note { path: "b", text: &tb }]);
+        prop_assert!(f.len() <= 1);
+        for x in &f {
+            prop_assert!(!x.reason.contains('\n') && !x.reason.contains('\r'));
+            prop_assert!(x.reason.starts_with("both about "));
+        }
+        // Symmetric in kind: swapping the sides finds the same relation.
+        let g = compare(&[Note { path: "b", text: &tb }], &[Note { path: "a", text: &ta }]);
+        prop_assert_eq!(f.iter().map(|x| x.kind).collect::<Vec<_>>(), g.iter().map(|x| x.kind).collect::<Vec<_>>());
+    }
+}

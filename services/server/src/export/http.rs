@@ -1,0 +1,359 @@
+//! Read-only clones over HTTP. Git's smart protocol is answered by `git http-backend`, run as a
+//! CGI program per request with a clean environment; only `info/refs?service=git-upload-pack`
+//! and `git-upload-pack` are routed to it, and `http.receivepack` and `http.getanyfile` are off,
+//! so pushes and the dumb protocol are refused even if a request got past the router.
+//!
+//! Git sends the token as the HTTP basic password (any user name; a token given as the user
+//! name alone works too), or as `Authorization: Bearer`. Without credentials the answer is 401
+//! with a `Basic` challenge, so git asks for them; another team's project is 404, like
+//! everywhere else.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use axum::body::{Body, Bytes};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use memsync_core::ProjectId;
+use serde::Deserialize;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
+
+/// How long one `git http-backend` may run (a clone streams its pack within it).
+const BACKEND_LIMIT: Duration = Duration::from_secs(600);
+const SERVICE: &str = "git-upload-pack";
+
+/// A caller authenticated the way git can: basic or bearer.
+pub struct GitPrincipal(pub Principal);
+
+fn unauthorized(message: &str) -> Response {
+    let mut resp = ApiError::Unauthenticated(message.to_owned()).into_response();
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"memsync\", charset=\"UTF-8\""),
+    );
+    resp
+}
+
+/// The token in an `Authorization` header; None for none (or empty basic credentials).
+fn token(headers: &HeaderMap) -> Result<Option<String>, &'static str> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let value = value
+        .to_str()
+        .map_err(|_| "the Authorization header is not ASCII")?;
+    let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
+    let rest = rest.trim();
+    if scheme.eq_ignore_ascii_case("bearer") {
+        return Ok(Some(rest.to_owned()).filter(|t| !t.is_empty()));
+    }
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Err("use the token as the HTTP password (basic) or as `Bearer <token>`");
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(rest)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or("malformed basic credentials")?;
+    let (user, password) = decoded.split_once(':').unwrap_or((&decoded, ""));
+    let t = if password.is_empty() { user } else { password };
+    Ok(Some(t.trim().to_owned()).filter(|t| !t.is_empty()))
+}
+
+impl FromRequestParts<AppState> for GitPrincipal {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let token = match token(&parts.headers) {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                return Err(unauthorized(
+                    "a memsync token is needed: use it as the HTTP password, e.g. git clone http://x:$TOKEN@host/git/team/name.git",
+                ));
+            }
+            Err(why) => return Err(unauthorized(why)),
+        };
+        let claims = match state.keys.verify(&token) {
+            Ok(c) => c,
+            Err(e) => return Err(unauthorized(&e.to_string())),
+        };
+        if state.revocations.is_revoked(&claims.jti) {
+            return Err(unauthorized(
+                "the token has been revoked; ask an admin for a new one",
+            ));
+        }
+        Ok(GitPrincipal(Principal { claims }))
+    }
+}
+
+/// `api.git` (or `api`) → `api`.
+pub fn project_name(repo: &str) -> &str {
+    repo.strip_suffix(".git").unwrap_or(repo)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct InfoRefsQuery {
+    #[serde(default)]
+    pub service: Option<String>,
+}
+
+/// `GET …/info/refs?service=git-upload-pack`: the refs advertisement.
+pub async fn info_refs(
+    project: &ProjectId,
+    service: Option<&str>,
+    headers: &HeaderMap,
+) -> ApiResult<Response> {
+    match service {
+        Some(SERVICE) => {}
+        Some("git-receive-pack") => {
+            return Err(ApiError::Forbidden(
+                "the git export is read-only; memories are written with memsync".into(),
+            ));
+        }
+        _ => {
+            return Err(ApiError::Forbidden(
+                "only git's smart HTTP protocol is served (`git clone` does that)".into(),
+            ));
+        }
+    }
+    backend(project, "GET", "info/refs", headers, None).await
+}
+
+/// `POST …/git-upload-pack`: the pack negotiation and the pack.
+pub async fn upload_pack(
+    project: &ProjectId,
+    headers: &HeaderMap,
+    body: Body,
+    max_body_bytes: usize,
+) -> ApiResult<Response> {
+    let body = axum::body::to_bytes(body, max_body_bytes)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge("the request body is too large".into()))?;
+    backend(project, "POST", SERVICE, headers, Some(body)).await
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= 200)
+}
+
+/// Runs `git http-backend` for one request and streams its answer back.
+async fn backend(
+    project: &ProjectId,
+    method: &str,
+    rest: &str,
+    headers: &HeaderMap,
+    body: Option<Bytes>,
+) -> ApiResult<Response> {
+    let Some(ex) = super::installed() else {
+        return Err(ApiError::NotFound(
+            "this process does not serve the git export".into(),
+        ));
+    };
+    if !ex.repo_path(project).join("HEAD").is_file() {
+        return Err(ApiError::NotFound(format!(
+            "{project} has no git export yet (it is written within seconds of the first push)"
+        )));
+    }
+    let mut cmd = tokio::process::Command::new("git");
+    cmd.arg("http-backend")
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .env("GIT_PROJECT_ROOT", ex.dir())
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env(
+            "PATH_INFO",
+            format!("/{}/{}.git/{rest}", project.team(), project.name()),
+        )
+        .env(
+            "QUERY_STRING",
+            if method == "GET" {
+                "service=git-upload-pack"
+            } else {
+                ""
+            },
+        )
+        .env("REQUEST_METHOD", method)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_COUNT", "2")
+        .env("GIT_CONFIG_KEY_0", "http.receivepack")
+        .env("GIT_CONFIG_VALUE_0", "false")
+        .env("GIT_CONFIG_KEY_1", "http.getanyfile")
+        .env("GIT_CONFIG_VALUE_1", "false")
+        .stdin(if body.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(ct) = header_str(headers, "content-type") {
+        cmd.env("CONTENT_TYPE", ct);
+    }
+    if let Some(enc) = header_str(headers, "content-encoding") {
+        cmd.env("HTTP_CONTENT_ENCODING", enc);
+    }
+    // Protocol v2 is asked for with this header.
+    if let Some(proto) = header_str(headers, "git-protocol").filter(|p| {
+        p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"=:._-".contains(&b))
+    }) {
+        cmd.env("GIT_PROTOCOL", proto);
+    }
+    if let Some(b) = &body {
+        cmd.env("CONTENT_LENGTH", b.len().to_string());
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ApiError::Internal(anyhow!(e).context("running git http-backend")))?;
+    if let (Some(b), Some(mut stdin)) = (body, child.stdin.take()) {
+        // Written while the answer is read, so neither side waits on a full pipe.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&b).await;
+        });
+    }
+    if let Some(stderr) = child.stderr.take() {
+        let project = project.clone();
+        tokio::spawn(async move {
+            let mut text = String::new();
+            let _ = stderr.take(8192).read_to_string(&mut text).await;
+            if !text.trim().is_empty() {
+                tracing::warn!(%project, stderr = %text.trim(), "git http-backend complained");
+            }
+        });
+    }
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| ApiError::Internal(anyhow!("git http-backend has no stdout")))?;
+    let mut reader = BufReader::new(stdout);
+    let (status, cgi_headers) = read_cgi_headers(&mut reader)
+        .await
+        .map_err(ApiError::Internal)?;
+    // The child outlives this function while its output streams; reap it, or stop a stuck one.
+    tokio::spawn(async move {
+        if tokio::time::timeout(BACKEND_LIMIT, child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+        }
+    });
+    let mut resp = Response::new(Body::from_stream(tokio_util::io::ReaderStream::new(reader)));
+    *resp.status_mut() = status;
+    for (k, v) in cgi_headers {
+        resp.headers_mut().append(k, v);
+    }
+    Ok(resp)
+}
+
+/// The CGI response header block: `Status:` becomes the status, a few others are passed on.
+async fn read_cgi_headers<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+) -> anyhow::Result<(StatusCode, Vec<(HeaderName, HeaderValue)>)> {
+    const PASSED: [&str; 5] = [
+        "content-type",
+        "content-length",
+        "cache-control",
+        "expires",
+        "pragma",
+    ];
+    let mut status = StatusCode::OK;
+    let mut out = Vec::new();
+    let mut total = 0;
+    loop {
+        let mut line = String::new();
+        let n = r
+            .read_line(&mut line)
+            .await
+            .context("reading git http-backend's headers")?;
+        if n == 0 {
+            bail!("git http-backend ended before its headers");
+        }
+        total += n;
+        if total > 64 * 1024 {
+            bail!("git http-backend's headers are too long");
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            return Ok((status, out));
+        }
+        let (name, value) = line
+            .split_once(':')
+            .context("a malformed header from git http-backend")?;
+        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
+        if name == "status" {
+            status = value
+                .split_whitespace()
+                .next()
+                .and_then(|c| c.parse::<u16>().ok())
+                .and_then(|c| StatusCode::from_u16(c).ok())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        } else if PASSED.contains(&name.as_str()) {
+            out.push((
+                HeaderName::from_bytes(name.as_bytes())?,
+                HeaderValue::from_str(value)?,
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_from_basic_and_bearer() {
+        let h = |v: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(
+                header::AUTHORIZATION,
+                HeaderValue::from_str(v).expect("ascii"),
+            );
+            m
+        };
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        assert_eq!(token(&HeaderMap::new()), Ok(None));
+        assert_eq!(
+            token(&h(&format!("Basic {}", b64("x:tok")))),
+            Ok(Some("tok".into()))
+        );
+        assert_eq!(
+            token(&h(&format!("basic {}", b64("tok:")))),
+            Ok(Some("tok".into()))
+        );
+        assert_eq!(token(&h(&format!("Basic {}", b64(":")))), Ok(None));
+        assert_eq!(token(&h("Bearer tok")), Ok(Some("tok".into())));
+        assert!(token(&h("Digest x")).is_err());
+        assert!(token(&h("Basic !!!")).is_err());
+    }
+
+    #[tokio::test]
+    async fn cgi_headers_are_parsed() {
+        let raw = b"Status: 403 Forbidden\r\nContent-Type: text/plain\r\nX-Other: y\r\n\r\nbody";
+        let mut r = BufReader::new(&raw[..]);
+        let (status, headers) = read_cgi_headers(&mut r).await.expect("parse");
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert_eq!(headers.len(), 1);
+        let mut rest = String::new();
+        r.read_to_string(&mut rest).await.expect("rest");
+        assert_eq!(rest, "body");
+        let mut r = BufReader::new(&b"Content-Type: x\r\n"[..]);
+        assert!(read_cgi_headers(&mut r).await.is_err());
+    }
+}

@@ -1,0 +1,387 @@
+//! The git export (SPEC §7): one bare repository per project under `--export-dir`
+//! (`<team>/<name>.git`), one commit per revision, whose tree is the project's team directory at
+//! that revision. The commit is authored by the user who pushed (name and email from the
+//! revision; `<sub>@memsync.invalid` without an email), committed by `memsync
+//! <memsync@localhost>` at the revision's time, and its message lists what changed, with
+//! `Memsync-Revision: N` and `Memsync-Project: team/name` trailers. Nothing but memory files ever
+//! enters a tree.
+//!
+//! **Feeding it.** A trigger on `revisions` writes an `export_outbox` row in the transaction that
+//! records the revision and notifies `memsync_export`. A background exporter in every `serve`
+//! process wakes on the notification (or every `--export-interval`), and exports while holding
+//! the Postgres advisory lock (`pg_try_advisory_lock`, on a connection of its own), so one
+//! process at a time writes to the export directory, however many replicas share it. Per project
+//! it reads the newest exported revision from the repository itself (the trailer of the branch
+//! head), appends the revisions after it up to the newest pending one, read from `revisions` and
+//! `memory_versions`, and only then deletes the outbox rows. A crash between a commit and the
+//! delete leaves rows for revisions the repository already has: they are skipped, never
+//! committed twice; a crash before the commit leaves the rows, so nothing is skipped. Because the
+//! commits come from the revisions table and not from the rows, a repository that lost commits
+//! (or was deleted) is completed from Postgres: at start-up the exporter compares every project's
+//! repository with its revision and catches up (or rebuilds one that is ahead of the database,
+//! e.g. after a restore). Commits are deterministic: the same revisions give the same commit ids.
+//!
+//! **Rebuilds and purges.** `memsync-server export rebuild [--project P]` and every purge rewrite
+//! a repository from Postgres: it is built from scratch in a scratch directory and swapped in
+//! with two renames, so the purged content (stored versions whose content is NULL) is in no
+//! commit and in no object of the new repository. The request is recorded in `export_rebuilds`
+//! in the purge's own transaction, so an interrupted rewrite is finished by the exporter. The
+//! trade-off: every commit from the first purged version on gets a new id, so clones made before
+//! a purge no longer share history with the export (re-clone), and a mirror is force-updated.
+//!
+//! **Mirror.** With `--mirror-url-template`, every exported or rewritten repository is pushed with
+//! `git push --mirror` in a task of its own (retried with exponential backoff, each push time-
+//! limited); a slow or failing mirror never delays pushes to memsync or the export. A rewrite
+//! stays in `export_rebuilds` until the mirror has it. A hosting service may keep objects a
+//! force-push made unreachable (GitHub keeps them until support runs a GC): purge there too.
+//!
+//! **Clones.** `git clone http://host/git/<team>/<name>.git` with a token as the HTTP password
+//! (or `Authorization: Bearer`), served read-only by `git http-backend` (see [`http`]).
+//!
+//! Replicas must share the export directory (a shared volume), since any of them may export and
+//! clones are served from it.
+
+pub mod http;
+mod mirror;
+mod outbox;
+mod repo;
+mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use memsync_core::ProjectId;
+use sqlx::{PgConnection, PgPool};
+
+use crate::config::SecretString;
+use crate::error::{ApiError, ApiResult};
+
+/// The export's configuration.
+#[derive(Debug, Clone)]
+pub struct ExportConfig {
+    /// The root of the repositories (absolute: `git http-backend` is given it).
+    pub dir: PathBuf,
+    /// How often the exporter looks for work without a notification.
+    pub interval: Duration,
+    /// Don't run the background exporter in this process (clones are still served).
+    pub paused: bool,
+    pub mirror: Option<MirrorConfig>,
+    /// Test hook (hidden flag): `after-commit` exits the process right after a batch of commits
+    /// is written and before the outbox rows are deleted, the worst moment for a crash.
+    pub failpoint: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MirrorConfig {
+    /// A git URL with `{team}` and `{name}`, e.g. `git@github.com:acme-memsync/{team}-{name}.git`.
+    /// It may carry a credential, so it is never logged.
+    pub url_template: SecretString,
+    /// Time limit for one `git push`.
+    pub timeout: Duration,
+}
+
+impl MirrorConfig {
+    fn url(&self, project: &ProjectId) -> String {
+        self.url_template
+            .expose()
+            .replace("{team}", project.team())
+            .replace("{name}", project.name())
+    }
+}
+
+impl ExportConfig {
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if let Some(m) = &self.mirror
+            && !m.url_template.expose().contains("{name}")
+        {
+            bail!(
+                "--mirror-url-template must contain `{{name}}` (and `{{team}}` when there is more than one team), e.g. git@github.com:acme-memsync/{{team}}-{{name}}.git"
+            );
+        }
+        if let Some(f) = &self.failpoint
+            && f != "after-commit"
+        {
+            bail!("unknown export failpoint `{f}`");
+        }
+        Ok(())
+    }
+}
+
+/// Counters of what this process did, for `/metrics`.
+#[derive(Default)]
+struct Stats {
+    commits: AtomicU64,
+    rebuilds: AtomicU64,
+    failures: AtomicU64,
+    mirror_ok: AtomicU64,
+    mirror_failed: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// The export as one process runs it.
+pub struct Exporter {
+    cfg: ExportConfig,
+    stats: Arc<Stats>,
+    mirror: Option<mirror::Mirror>,
+}
+
+impl Exporter {
+    fn repo_path(&self, project: &ProjectId) -> PathBuf {
+        repo::path(&self.cfg.dir, project)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.cfg.dir
+    }
+}
+
+/// The exporter of this `serve` process. Purges and the clone handlers reach it here rather than
+/// through the HTTP state, which the export does not own.
+static EXPORTER: OnceLock<Arc<Exporter>> = OnceLock::new();
+
+fn installed() -> Option<&'static Arc<Exporter>> {
+    EXPORTER.get()
+}
+
+/// Starts the export for `serve`: the mirror task (when configured) and the background exporter
+/// (unless paused).
+pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Arc<Exporter>> {
+    cfg.validate()?;
+    std::fs::create_dir_all(&cfg.dir)
+        .with_context(|| format!("creating the export directory {}", cfg.dir.display()))?;
+    let stats = Arc::new(Stats::default());
+    let mirror = cfg
+        .mirror
+        .clone()
+        .map(|m| mirror::Mirror::spawn(pool.clone(), m, cfg.dir.clone(), stats.clone()));
+    let ex = Arc::new(Exporter { cfg, stats, mirror });
+    if EXPORTER.set(ex.clone()).is_err() {
+        bail!("the export is already running");
+    }
+    if let Some(m) = &ex.mirror {
+        // A push lost to a crash or a restart is made now.
+        for p in repo::list(&ex.cfg.dir) {
+            m.push_soon(p);
+        }
+    }
+    if ex.cfg.paused {
+        tracing::info!("the git exporter is paused in this process (--export-paused)");
+    } else {
+        worker::spawn(pool, ex.clone());
+    }
+    Ok(ex)
+}
+
+/// Records, in the purge's transaction, that the project's repository must be rewritten.
+pub async fn request_rebuild(conn: &mut PgConnection, project: &ProjectId) -> sqlx::Result<()> {
+    outbox::request_rebuild(conn, project).await
+}
+
+/// Rewrites the project's repository after a purge (requested with [`request_rebuild`]) and
+/// force-updates the mirror. On failure the request stays for the exporter, and the caller
+/// hears that the export still holds the content.
+pub async fn rewrite_after_purge(pool: &PgPool, project: &ProjectId) -> ApiResult<()> {
+    let Some(ex) = installed() else {
+        return Ok(());
+    };
+    // In a task of its own: a request cut short by its timeout must not drop the lock while the
+    // rewrite is still writing.
+    let task = tokio::spawn({
+        let (pool, ex, project) = (pool.clone(), ex.clone(), project.clone());
+        async move {
+            let mut conn = outbox::connect(&pool).await?;
+            outbox::lock(&mut conn, 20_000).await?;
+            let r = worker::rebuild_requested(&pool, &ex, Some(&project)).await;
+            if outbox::unlock(&mut conn).await.is_err() {
+                drop(conn); // closing the session frees the lock
+            }
+            r
+        }
+    });
+    match task.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => {
+            bump(&ex.stats.failures, 1);
+            tracing::error!(%project, error = format!("{e:#}"), "rewriting the git export after a purge failed");
+            Err(ApiError::Unavailable {
+                message: format!(
+                    "the content is purged from the database, but rewriting the git export of {project} did not finish; the exporter retries it (memsync_export_pending_rebuilds), and repeating the purge retries it now"
+                ),
+            })
+        }
+        Err(e) => Err(ApiError::Internal(anyhow::anyhow!(
+            "the export rewrite task failed: {e}"
+        ))),
+    }
+}
+
+/// `memsync-server export rebuild`: rewrites the repositories of `projects` (every project when
+/// empty) from Postgres, then force-updates the mirror.
+pub async fn rebuild(
+    pool: &PgPool,
+    cfg: ExportConfig,
+    projects: Vec<ProjectId>,
+) -> anyhow::Result<()> {
+    cfg.validate()?;
+    std::fs::create_dir_all(&cfg.dir)
+        .with_context(|| format!("creating the export directory {}", cfg.dir.display()))?;
+    let ex = Arc::new(Exporter {
+        cfg,
+        stats: Arc::default(),
+        mirror: None,
+    });
+    let projects = if projects.is_empty() {
+        outbox::projects(pool)
+            .await?
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    } else {
+        for p in &projects {
+            if outbox::current_revision(pool, p).await?.is_none() {
+                bail!("there is no project {p}");
+            }
+        }
+        projects
+    };
+    let mut conn = outbox::connect(pool).await?;
+    if !outbox::try_lock(&mut conn).await? {
+        eprintln!("memsync-server: waiting for the running exporter to finish its pass");
+        outbox::lock(&mut conn, 600_000).await?;
+    }
+    let mut result = Ok(());
+    for p in &projects {
+        // Recorded first: if this is interrupted, a server finishes it.
+        let step = async {
+            let mut tx = pool.begin().await?;
+            outbox::request_rebuild(&mut tx, p).await?;
+            tx.commit().await?;
+            worker::rebuild_requested(pool, &ex, Some(p)).await
+        }
+        .await;
+        match step {
+            Ok(()) => eprintln!("memsync-server: rebuilt {}", ex.repo_path(p).display()),
+            Err(e) => {
+                eprintln!("memsync-server: rebuilding {p} failed: {e:#}");
+                result = Err(anyhow::anyhow!("some repositories were not rebuilt"));
+            }
+        }
+    }
+    let _ = outbox::unlock(&mut conn).await;
+    if let Some(m) = ex.cfg.mirror.clone() {
+        for p in &projects {
+            match mirror::push_with_retries(pool, &m, &ex.cfg.dir, p, 3).await {
+                Ok(()) => eprintln!("memsync-server: mirror of {p} updated"),
+                Err(e) => {
+                    eprintln!(
+                        "memsync-server: updating the mirror of {p} failed ({e:#}); a running server retries it"
+                    );
+                    result = Err(anyhow::anyhow!("some mirrors were not updated"));
+                }
+            }
+        }
+    }
+    result
+}
+
+/// `git`, without the server's secrets in its environment, killed if its caller gives up.
+fn git_command() -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new("git");
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if k.starts_with("MEMSYNC_")
+            || k.starts_with("PG")
+            || k == "DATABASE_URL"
+            || matches!(
+                k.as_ref(),
+                "GIT_DIR"
+                    | "GIT_WORK_TREE"
+                    | "GIT_INDEX_FILE"
+                    | "GIT_OBJECT_DIRECTORY"
+                    | "GIT_ALTERNATE_OBJECT_DIRECTORIES"
+                    | "GIT_NAMESPACE"
+            )
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    cmd
+}
+
+/// Export lag and counters in Prometheus text format, appended to `/metrics`.
+pub async fn metrics(pool: &PgPool) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    match outbox::lag(pool).await {
+        Ok((pending, age, rebuilds, mirror_rewrites)) => {
+            let gauges = [
+                (
+                    "memsync_export_pending_revisions",
+                    "Revisions not yet exported to git.",
+                    pending as f64,
+                ),
+                (
+                    "memsync_export_lag_seconds",
+                    "Age of the oldest revision not yet exported to git (0 when none).",
+                    age,
+                ),
+                (
+                    "memsync_export_pending_rebuilds",
+                    "Repositories waiting to be rewritten (after a purge or an export rebuild).",
+                    rebuilds as f64,
+                ),
+                (
+                    "memsync_export_pending_mirror_rewrites",
+                    "Rewritten repositories the mirror does not have yet.",
+                    mirror_rewrites as f64,
+                ),
+            ];
+            for (name, help, v) in gauges {
+                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "reading the export lag failed"),
+    }
+    if let Some(ex) = installed() {
+        let s = &ex.stats;
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let counters = [
+            (
+                "memsync_export_commits_total",
+                "Commits this process wrote to the git export.",
+                get(&s.commits),
+            ),
+            (
+                "memsync_export_rebuilds_total",
+                "Repositories this process rewrote from scratch.",
+                get(&s.rebuilds),
+            ),
+            (
+                "memsync_export_failures_total",
+                "Failed attempts to export a project (retried).",
+                get(&s.failures),
+            ),
+        ];
+        for (name, help, v) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
+            );
+        }
+        let name = "memsync_export_mirror_pushes_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Pushes to the mirror by result.\n# TYPE {name} counter\n{name}{{result=\"ok\"}} {}\n{name}{{result=\"error\"}} {}",
+            get(&s.mirror_ok),
+            get(&s.mirror_failed)
+        );
+    }
+    out
+}

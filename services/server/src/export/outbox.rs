@@ -1,0 +1,327 @@
+//! The export's SQL: the outbox, rebuild requests, the advisory lock, and the revisions the
+//! commits are made from.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use memsync_core::ProjectId;
+use sqlx::{Connection, PgConnection, PgExecutor, PgPool};
+
+use super::repo::{Change, Content, Revision};
+
+/// The Postgres channel the outbox trigger notifies on.
+pub const CHANNEL: &str = "memsync_export";
+
+/// The advisory lock held by whoever writes to the export directory ("memsync" and 1).
+const LOCK_KEY: i64 = 0x6d65_6d73_796e_6301;
+
+/// A connection of its own, outside the pool: a session-level advisory lock lives as long as
+/// the session, and dies with it when the process does.
+pub async fn connect(pool: &PgPool) -> sqlx::Result<PgConnection> {
+    PgConnection::connect_with(&pool.connect_options()).await
+}
+
+pub async fn try_lock(conn: &mut PgConnection) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(LOCK_KEY)
+        .fetch_one(conn)
+        .await
+}
+
+/// Waits for the lock, at most `wait_ms` milliseconds.
+pub async fn lock(conn: &mut PgConnection, wait_ms: u64) -> sqlx::Result<()> {
+    sqlx::query(sqlx::AssertSqlSafe(format!("SET lock_timeout = {wait_ms}")))
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(LOCK_KEY)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("SET lock_timeout = 0")
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+pub async fn unlock(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(LOCK_KEY)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+fn project_id(s: &str) -> Option<ProjectId> {
+    let p = ProjectId::from_str(s).ok();
+    if p.is_none() {
+        tracing::warn!(
+            project = s,
+            "skipping an invalid project id in the export tables"
+        );
+    }
+    p
+}
+
+/// Projects with unexported revisions, the longest waiting first, with the newest revision to
+/// export.
+pub async fn pending<'e>(db: impl PgExecutor<'e>) -> sqlx::Result<Vec<(ProjectId, i64)>> {
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT project, max(revision) FROM export_outbox
+         GROUP BY team, project ORDER BY min(created_at) LIMIT 1000",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(p, r)| project_id(&p).map(|p| (p, r)))
+        .collect())
+}
+
+/// The repository has every revision up to `upto`.
+pub async fn exported<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    upto: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM export_outbox WHERE team = $1 AND project = $2 AND revision <= $3")
+        .bind(project.team())
+        .bind(project.as_str())
+        .bind(upto)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Every project with its current revision.
+pub async fn projects<'e>(db: impl PgExecutor<'e>) -> sqlx::Result<Vec<(ProjectId, i64)>> {
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("SELECT project, revision FROM projects ORDER BY project")
+            .fetch_all(db)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(p, r)| project_id(&p).map(|p| (p, r)))
+        .collect())
+}
+
+/// The project's current revision; None if there is no such project.
+pub async fn current_revision<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT revision FROM projects WHERE team = $1 AND project = $2")
+        .bind(project.team())
+        .bind(project.as_str())
+        .fetch_optional(db)
+        .await
+}
+
+/// The last revision of the batch after `after`: at most `upto`, and no more content than
+/// `max_bytes` (but at least one revision), so one batch never holds many large pushes.
+pub async fn batch_end(
+    pool: &PgPool,
+    project: &ProjectId,
+    after: i64,
+    upto: i64,
+    max_bytes: i64,
+) -> sqlx::Result<i64> {
+    let sizes: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT revision, COALESCE(sum(size), 0)::bigint FROM memory_versions
+         WHERE team = $1 AND project = $2 AND revision > $3 AND revision <= $4
+         GROUP BY revision ORDER BY revision",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(after)
+    .bind(upto)
+    .fetch_all(pool)
+    .await?;
+    let mut total = 0;
+    for (revision, size) in sizes {
+        total += size;
+        if total > max_bytes {
+            return Ok((revision - 1).max(after + 1));
+        }
+    }
+    Ok(upto)
+}
+
+/// Revisions `after+1 ..= upto` with every path each one changed.
+pub async fn revisions(
+    pool: &PgPool,
+    project: &ProjectId,
+    after: i64,
+    upto: i64,
+) -> sqlx::Result<Vec<Revision>> {
+    type RevRow = (i64, String, String, Option<String>, DateTime<Utc>);
+    let revs: Vec<RevRow> = sqlx::query_as(
+        "SELECT revision, author_sub, author_name, author_email, created_at FROM revisions
+         WHERE team = $1 AND project = $2 AND revision > $3 AND revision <= $4 ORDER BY revision",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(after)
+    .bind(upto)
+    .fetch_all(pool)
+    .await?;
+    type VersionRow = (i64, String, bool, Option<String>);
+    let versions: Vec<VersionRow> = sqlx::query_as(
+        "SELECT revision, path, deleted, content FROM memory_versions
+         WHERE team = $1 AND project = $2 AND revision > $3 AND revision <= $4
+         ORDER BY revision, path",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(after)
+    .bind(upto)
+    .fetch_all(pool)
+    .await?;
+    let mut out: Vec<Revision> = revs
+        .into_iter()
+        .map(|(revision, sub, name, email, at)| Revision {
+            revision,
+            author_sub: sub,
+            author_name: name,
+            author_email: email,
+            at,
+            changes: Vec::new(),
+        })
+        .collect();
+    let mut i = 0;
+    for (revision, path, deleted, content) in versions {
+        while i < out.len() && out[i].revision < revision {
+            i += 1;
+        }
+        let Some(rev) = out.get_mut(i).filter(|r| r.revision == revision) else {
+            continue;
+        };
+        let content = match (deleted, content) {
+            (true, _) => Content::Deleted,
+            (false, Some(text)) => Content::Text(text),
+            // A version without content that is not a tombstone was purged.
+            (false, None) => Content::Purged,
+        };
+        rev.changes.push(Change { path, content });
+    }
+    Ok(out)
+}
+
+/// Asks for the project's repository to be rewritten from scratch; in the caller's transaction,
+/// so the request cannot be lost once what made it necessary is committed.
+pub async fn request_rebuild(conn: &mut PgConnection, project: &ProjectId) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO export_rebuilds (team, project) VALUES ($1, $2)
+         ON CONFLICT (team, project) DO UPDATE SET requested_at = clock_timestamp(), rebuilt_at = NULL",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub struct RebuildRequest {
+    pub project: ProjectId,
+    pub requested_at: DateTime<Utc>,
+    /// Set once rewritten: the row only waits for the mirror.
+    pub rebuilt_at: Option<DateTime<Utc>>,
+}
+
+/// Open rebuild requests, of every project or of one.
+pub async fn rebuild_requests<'e>(
+    db: impl PgExecutor<'e>,
+    only: Option<&ProjectId>,
+) -> sqlx::Result<Vec<RebuildRequest>> {
+    type Row = (String, DateTime<Utc>, Option<DateTime<Utc>>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT project, requested_at, rebuilt_at FROM export_rebuilds
+         WHERE $1::text IS NULL OR project = $1 ORDER BY requested_at",
+    )
+    .bind(only.map(ProjectId::as_str))
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(p, requested_at, rebuilt_at)| {
+            project_id(&p).map(|project| RebuildRequest {
+                project,
+                requested_at,
+                rebuilt_at,
+            })
+        })
+        .collect())
+}
+
+/// The request made at `requested_at` is done (a newer request stays open). With a mirror to
+/// update, the row stays until the mirror has the rewrite; returns when the rewrite was recorded.
+pub async fn rebuilt<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    requested_at: DateTime<Utc>,
+    await_mirror: bool,
+) -> sqlx::Result<Option<DateTime<Utc>>> {
+    if await_mirror {
+        sqlx::query_scalar(
+            "UPDATE export_rebuilds SET rebuilt_at = clock_timestamp()
+             WHERE team = $1 AND project = $2 AND requested_at = $3 RETURNING rebuilt_at",
+        )
+        .bind(project.team())
+        .bind(project.as_str())
+        .bind(requested_at)
+        .fetch_optional(db)
+        .await
+    } else {
+        sqlx::query(
+            "DELETE FROM export_rebuilds WHERE team = $1 AND project = $2 AND requested_at = $3",
+        )
+        .bind(project.team())
+        .bind(project.as_str())
+        .bind(requested_at)
+        .execute(db)
+        .await?;
+        Ok(None)
+    }
+}
+
+/// When the project's last rewrite was made, if a mirror still has to get it.
+pub async fn awaiting_mirror<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+) -> sqlx::Result<Option<DateTime<Utc>>> {
+    let t: Option<Option<DateTime<Utc>>> = sqlx::query_scalar(
+        "SELECT rebuilt_at FROM export_rebuilds WHERE team = $1 AND project = $2",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .fetch_optional(db)
+    .await?;
+    Ok(t.flatten())
+}
+
+/// The mirror has the rewrite made at `rebuilt_at`.
+pub async fn mirrored<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    rebuilt_at: DateTime<Utc>,
+) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM export_rebuilds WHERE team = $1 AND project = $2 AND rebuilt_at = $3")
+        .bind(project.team())
+        .bind(project.as_str())
+        .bind(rebuilt_at)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Export lag: (unexported revisions, age of the oldest in seconds, rebuilds not yet done,
+/// rewrites waiting for the mirror).
+pub async fn lag<'e>(db: impl PgExecutor<'e>) -> sqlx::Result<(i64, f64, i64, i64)> {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM export_outbox),
+                COALESCE((SELECT extract(epoch FROM now() - min(created_at))::float8 FROM export_outbox), 0),
+                (SELECT count(*) FROM export_rebuilds WHERE rebuilt_at IS NULL),
+                (SELECT count(*) FROM export_rebuilds WHERE rebuilt_at IS NOT NULL)",
+    )
+    .fetch_one(db)
+    .await
+}

@@ -1,0 +1,325 @@
+//! The background exporter, and the work done while holding the export lock: catching a
+//! repository up with its project's revisions, and rewriting one from scratch.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use memsync_core::ProjectId;
+use sqlx::postgres::PgListener;
+use sqlx::{PgConnection, PgPool};
+
+use super::{Exporter, bump, outbox, repo};
+
+/// Revisions read from Postgres and committed at a time, at most; and their content at most.
+const BATCH: i64 = 64;
+const BATCH_BYTES: i64 = 32 * 1024 * 1024;
+
+pub fn spawn(pool: PgPool, ex: Arc<Exporter>) {
+    tokio::spawn(async move {
+        let mut lock_conn: Option<PgConnection> = None;
+        let mut listener: Option<PgListener> = None;
+        // The first pass with the lock also compares every repository with its project.
+        let mut reconciled = false;
+        loop {
+            if pool.is_closed() {
+                return;
+            }
+            if listener.is_none() {
+                listener = listen(&pool).await;
+            }
+            match run_pass(&pool, &ex, &mut lock_conn, !reconciled).await {
+                Ok(ran) => reconciled |= ran,
+                Err(e) => {
+                    if pool.is_closed() {
+                        return;
+                    }
+                    bump(&ex.stats.failures, 1);
+                    tracing::warn!(error = format!("{e:#}"), "git export pass failed; retrying");
+                }
+            }
+            match listener.as_mut() {
+                Some(l) => match tokio::time::timeout(ex.cfg.interval, l.recv()).await {
+                    Ok(Ok(_)) => {
+                        // One pass covers every notification that arrived meanwhile.
+                        while l.next_buffered().is_some() {}
+                    }
+                    Ok(Err(e)) => {
+                        if !pool.is_closed() {
+                            tracing::warn!(error = %e, "export listener lost its connection");
+                        }
+                        listener = None;
+                    }
+                    Err(_) => {}
+                },
+                None => tokio::time::sleep(ex.cfg.interval).await,
+            }
+        }
+    });
+}
+
+async fn listen(pool: &PgPool) -> Option<PgListener> {
+    let mut l = match PgListener::connect_with(pool).await {
+        Ok(l) => l,
+        Err(e) => {
+            if !pool.is_closed() {
+                tracing::warn!(error = %e, "export listener cannot connect; polling");
+            }
+            return None;
+        }
+    };
+    match l.listen(outbox::CHANNEL).await {
+        Ok(()) => Some(l),
+        Err(e) => {
+            tracing::warn!(error = %e, "LISTEN for the export failed; polling");
+            None
+        }
+    }
+}
+
+/// One pass if this process gets the lock; Ok(false) when another process holds it.
+async fn run_pass(
+    pool: &PgPool,
+    ex: &Exporter,
+    lock_conn: &mut Option<PgConnection>,
+    reconcile: bool,
+) -> anyhow::Result<bool> {
+    let conn = match lock_conn {
+        Some(c) => c,
+        None => lock_conn.insert(outbox::connect(pool).await?),
+    };
+    match outbox::try_lock(conn).await {
+        Ok(true) => {}
+        Ok(false) => return Ok(false),
+        Err(e) => {
+            *lock_conn = None;
+            return Err(e.into());
+        }
+    }
+    let r = pass(pool, ex, reconcile).await;
+    if let Some(c) = lock_conn.as_mut()
+        && outbox::unlock(c).await.is_err()
+    {
+        // Closing the session frees the lock.
+        *lock_conn = None;
+    }
+    r.map(|()| true)
+}
+
+/// Rebuild requests first (a purge waits on them), then the outbox, longest waiting first.
+/// A failing project is logged and retried on the next pass; it does not hold up the others.
+async fn pass(pool: &PgPool, ex: &Exporter, reconcile: bool) -> anyhow::Result<()> {
+    if let Err(e) = rebuild_requested(pool, ex, None).await {
+        bump(&ex.stats.failures, 1);
+        tracing::warn!(error = format!("{e:#}"), "rebuilding git exports failed");
+    }
+    let work: Vec<(ProjectId, i64)> = if reconcile {
+        outbox::projects(pool).await?
+    } else {
+        outbox::pending(pool).await?
+    };
+    for (project, upto) in work {
+        if let Err(e) = export_project(pool, ex, &project, upto).await {
+            bump(&ex.stats.failures, 1);
+            tracing::warn!(%project, error = format!("{e:#}"), "exporting to git failed");
+        }
+    }
+    if reconcile {
+        // Rows of projects the reconciliation did not see (pushed meanwhile).
+        for (project, upto) in outbox::pending(pool).await? {
+            if let Err(e) = export_project(pool, ex, &project, upto).await {
+                bump(&ex.stats.failures, 1);
+                tracing::warn!(%project, error = format!("{e:#}"), "exporting to git failed");
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .context("a git export task panicked")?
+}
+
+/// Brings the project's repository up to revision `upto`, from the revision its newest commit
+/// carries, then drops the outbox rows up to `upto`.
+async fn export_project(
+    pool: &PgPool,
+    ex: &Exporter,
+    project: &ProjectId,
+    upto: i64,
+) -> anyhow::Result<()> {
+    let path = ex.repo_path(project);
+    let (mut head, exists) = {
+        let (path, project) = (path.clone(), project.clone());
+        blocking(move || Ok((repo::exported_revision(&path, &project)?, path.exists()))).await?
+    };
+    if !exists || head > upto {
+        let current = outbox::current_revision(pool, project).await?.unwrap_or(0);
+        if head > current {
+            tracing::warn!(%project, repository = head, database = current,
+                "the git export is ahead of the database (restored from a backup?); rebuilding it");
+            bump(&ex.stats.rebuilds, 1);
+        } else if !exists && current == 0 {
+            return Ok(());
+        }
+        // A new repository is built aside and moved into place like a rebuilt one, so a clone
+        // never finds it without commits.
+        if !exists || head > current {
+            rebuild(pool, ex, project).await?;
+            if let Some(m) = &ex.mirror {
+                m.push_soon(project.clone());
+            }
+            return Ok(());
+        }
+    }
+    let before = head;
+    while head < upto {
+        let end =
+            outbox::batch_end(pool, project, head, (head + BATCH).min(upto), BATCH_BYTES).await?;
+        let revs = outbox::revisions(pool, project, head, end).await?;
+        if revs.len() as i64 != end - head {
+            bail!(
+                "revisions {}..={end} of {project} are not all in the database",
+                head + 1
+            );
+        }
+        let (p, proj) = (path.clone(), project.clone());
+        head = blocking(move || repo::append(&p, &proj, &revs)).await?;
+        if ex.cfg.failpoint.as_deref() == Some("after-commit") {
+            tracing::warn!(%project, revision = head, "export failpoint after-commit: exiting");
+            std::process::exit(86);
+        }
+    }
+    outbox::exported(pool, project, upto).await?;
+    if head > before {
+        bump(&ex.stats.commits, (head - before) as u64);
+        tracing::info!(%project, from = before + 1, to = head, "exported to git");
+        maintain(&path).await;
+        if let Some(m) = &ex.mirror {
+            m.push_soon(project.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Rewrites the repository of every open rebuild request (or of `only`'s) from scratch. Errors
+/// with the first failure, after trying every request.
+pub(super) async fn rebuild_requested(
+    pool: &PgPool,
+    ex: &Exporter,
+    only: Option<&ProjectId>,
+) -> anyhow::Result<()> {
+    let mut first_error = None;
+    for req in outbox::rebuild_requests(pool, only).await? {
+        if let Some(t) = req.rebuilt_at {
+            match (&ex.mirror, &ex.cfg.mirror) {
+                (Some(m), _) => m.push_soon(req.project),
+                // No mirror any more: nothing to wait for.
+                (None, None) => outbox::mirrored(pool, &req.project, t).await?,
+                // `export rebuild` pushes to the mirror itself.
+                (None, Some(_)) => {}
+            }
+            continue;
+        }
+        match rebuild(pool, ex, &req.project).await {
+            Ok(()) => {
+                bump(&ex.stats.rebuilds, 1);
+                outbox::rebuilt(
+                    pool,
+                    &req.project,
+                    req.requested_at,
+                    ex.cfg.mirror.is_some(),
+                )
+                .await?;
+                if let Some(m) = &ex.mirror {
+                    m.push_soon(req.project);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(project = %req.project, error = format!("{e:#}"), "rebuilding the git export failed");
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Writes the project's repository anew from every revision in Postgres and swaps it in (or
+/// removes it when the project has no revision).
+async fn rebuild(pool: &PgPool, ex: &Exporter, project: &ProjectId) -> anyhow::Result<()> {
+    let upto = outbox::current_revision(pool, project).await?.unwrap_or(0);
+    let root = ex.cfg.dir.clone();
+    let scratch = {
+        let (root, project) = (root.clone(), project.clone());
+        blocking(move || repo::begin_rebuild(&root, &project)).await?
+    };
+    let mut head = 0;
+    while head < upto {
+        let end =
+            outbox::batch_end(pool, project, head, (head + BATCH).min(upto), BATCH_BYTES).await?;
+        let revs = outbox::revisions(pool, project, head, end).await?;
+        if revs.len() as i64 != end - head {
+            bail!(
+                "revisions {}..={end} of {project} are not all in the database",
+                head + 1
+            );
+        }
+        let (p, proj) = (scratch.clone(), project.clone());
+        head = blocking(move || repo::append(&p, &proj, &revs)).await?;
+    }
+    {
+        let (root, project) = (root.clone(), project.clone());
+        blocking(move || repo::finish_rebuild(&root, &project, head > 0)).await?;
+    }
+    outbox::exported(pool, project, upto).await?;
+    bump(&ex.stats.commits, head as u64);
+    tracing::info!(%project, revisions = upto, "rebuilt the git export");
+    maintain(&ex.repo_path(project)).await;
+    Ok(())
+}
+
+/// Packs loose objects once there are many, and packs once there are many (the thresholds of
+/// `git gc --auto`). Only `git repack`, never `gc`: a gc outliving a killed server would lock
+/// the branch while it packs refs.
+async fn maintain(path: &Path) {
+    async fn entries(dir: &Path, suffix: &str) -> usize {
+        let mut n = 0;
+        if let Ok(mut rd) = tokio::fs::read_dir(dir).await {
+            while let Ok(Some(e)) = rd.next_entry().await {
+                if e.file_name().to_string_lossy().ends_with(suffix) {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+    // Like git, estimate the loose objects from one of the 256 fan-out directories.
+    let loose = entries(&path.join("objects/17"), "").await * 256;
+    let packs = entries(&path.join("objects/pack"), ".pack").await;
+    let all = if packs > 50 {
+        true
+    } else if loose > 6700 {
+        false
+    } else {
+        return;
+    };
+    let mut cmd = super::git_command();
+    cmd.arg("--git-dir").arg(path).args(["repack", "-d", "-q"]);
+    if all {
+        cmd.arg("-a");
+    }
+    match tokio::time::timeout(std::time::Duration::from_secs(300), cmd.output()).await {
+        Ok(Ok(out)) if out.status.success() => {}
+        Ok(Ok(out)) => tracing::warn!(
+            repository = %path.display(),
+            stderr = %String::from_utf8_lossy(&out.stderr).chars().take(500).collect::<String>(),
+            "git repack failed"
+        ),
+        Ok(Err(e)) => tracing::warn!(error = %e, "cannot run git repack"),
+        Err(_) => tracing::warn!(repository = %path.display(), "git repack timed out"),
+    }
+}

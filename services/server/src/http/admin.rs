@@ -1,0 +1,426 @@
+//! `/v1/admin`: thin handlers over `crate::admin` and the token store.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use memsync_core::wire::{AdminPathAction, AdminRestore, TokenIssue, TokenIssued};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{AppState, JsonBody, request_id};
+use crate::admin;
+use crate::auth::{Claims, Principal};
+use crate::error::{ApiError, ApiResult};
+use crate::store::history::AuditFilter;
+
+#[derive(Debug, Deserialize)]
+pub struct AuditQuery {
+    team: Option<String>,
+    project: Option<String>,
+    actor: Option<String>,
+    action: Option<String>,
+    path: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    cursor: Option<i64>,
+    limit: Option<i64>,
+    format: Option<String>,
+}
+
+fn time(s: &Option<String>, what: &str) -> ApiResult<Option<chrono::DateTime<chrono::Utc>>> {
+    s.as_deref()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            chrono::DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|_| {
+                    ApiError::bad_request(
+                        "invalid_time",
+                        format!("`{what}` must be an RFC 3339 time, e.g. 2026-11-30T00:00:00Z"),
+                    )
+                })
+        })
+        .transpose()
+}
+
+pub async fn audit(
+    State(state): State<AppState>,
+    principal: Principal,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<Response> {
+    let filter = AuditFilter {
+        teams: None,
+        team: q.team.clone(),
+        project: q.project.clone(),
+        actor: q.actor.clone(),
+        action: q.action.clone(),
+        path: q.path.clone(),
+        since: time(&q.since, "since")?,
+        until: time(&q.until, "until")?,
+        before_id: q.cursor,
+        limit: q.limit.unwrap_or(100),
+    };
+    let (rows, next) = admin::audit_page(&state.pool, &principal, filter).await?;
+    match q.format.as_deref() {
+        None | Some("json") => {
+            Ok(Json(json!({ "events": rows, "next_cursor": next })).into_response())
+        }
+        Some("csv") => {
+            let mut out =
+                String::from("id,at,team,project,actor,action,path,revision,request_id,details\n");
+            for r in &rows {
+                let fields = [
+                    r.id.to_string(),
+                    r.at.clone(),
+                    r.team.clone().unwrap_or_default(),
+                    r.project.clone().unwrap_or_default(),
+                    r.actor.clone(),
+                    r.action.clone(),
+                    r.path.clone().unwrap_or_default(),
+                    r.revision.map(|v| v.to_string()).unwrap_or_default(),
+                    r.request_id.clone().unwrap_or_default(),
+                    r.details.to_string(),
+                ];
+                let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+                out.push_str(&line.join(","));
+                out.push('\n');
+            }
+            let mut resp = (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/csv; charset=utf-8"),
+                )],
+                out,
+            )
+                .into_response();
+            if let Some(n) = next
+                && let Ok(v) = HeaderValue::from_str(&n.to_string())
+            {
+                resp.headers_mut().insert("x-next-cursor", v);
+            }
+            Ok(resp)
+        }
+        Some(other) => Err(ApiError::bad_request(
+            "invalid_format",
+            format!("format `{other}`: use json or csv"),
+        )),
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    // Quote always; a leading =,+,-,@ is prefixed so spreadsheets don't run it as a formula.
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s.to_owned()
+    };
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+pub async fn projects(State(state): State<AppState>, principal: Principal) -> ApiResult<Response> {
+    Ok(
+        Json(json!({ "projects": admin::projects(&state.pool, &principal).await? }))
+            .into_response(),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveBody {
+    archived: bool,
+}
+
+pub async fn archive(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: JsonBody<ArchiveBody>,
+) -> ApiResult<Response> {
+    let project = admin::administered(&principal, &team, &name)?;
+    admin::archive(
+        &state.pool,
+        &principal,
+        &project,
+        body.value.archived,
+        request_id(&headers),
+    )
+    .await?;
+    Ok(
+        Json(json!({ "project": project.as_str(), "archived": body.value.archived }))
+            .into_response(),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PathQuery {
+    path: String,
+    revision: Option<i64>,
+    from: Option<i64>,
+    to: Option<i64>,
+}
+
+pub async fn history(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    Query(q): Query<PathQuery>,
+) -> ApiResult<Response> {
+    let project = admin::administered(&principal, &team, &name)?;
+    let versions = admin::history(&state.pool, &project, &q.path).await?;
+    Ok(
+        Json(json!({ "project": project.as_str(), "path": q.path, "versions": versions }))
+            .into_response(),
+    )
+}
+
+pub async fn version(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    Query(q): Query<PathQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let project = admin::administered(&principal, &team, &name)?;
+    let revision = q.revision.ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_revision",
+            "give `revision`, the revision of the version to show",
+        )
+    })?;
+    let (v, content) = admin::show(
+        &state.pool,
+        &principal,
+        &project,
+        &q.path,
+        revision,
+        request_id(&headers),
+    )
+    .await?;
+    Ok(Json(json!({ "version": v, "content": content })).into_response())
+}
+
+pub async fn diff(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    Query(q): Query<PathQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let project = admin::administered(&principal, &team, &name)?;
+    let (Some(from), Some(to)) = (q.from, q.to) else {
+        return Err(ApiError::bad_request(
+            "invalid_revision",
+            "give `from` and `to`, two revisions of the path",
+        ));
+    };
+    let patch = admin::diff(
+        &state.pool,
+        &principal,
+        &project,
+        &q.path,
+        from,
+        to,
+        request_id(&headers),
+    )
+    .await?;
+    Ok(Json(json!({ "path": q.path, "from": from, "to": to, "diff": patch })).into_response())
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: JsonBody<AdminPathAction>,
+) -> ApiResult<Response> {
+    let project = admin::administered(&principal, &team, &name)?;
+    let b = body.value;
+    let r = admin::delete(
+        &state.pool,
+        state.limits,
+        &principal,
+        &project,
+        &b.path,
+        &b.reason,
+        request_id(&headers),
+    )
+    .await?;
+    Ok(Json(r).into_response())
+}
+
+pub async fn restore(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: JsonBody<AdminRestore>,
+) -> ApiResult<Response> {
+    let project = admin::administered(&principal, &team, &name)?;
+    let b = body.value;
+    let r = admin::restore(
+        &state.pool,
+        state.limits,
+        &principal,
+        &project,
+        &b.path,
+        b.revision,
+        &b.reason,
+        request_id(&headers),
+    )
+    .await?;
+    Ok(Json(r).into_response())
+}
+
+pub async fn purge(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: JsonBody<AdminPathAction>,
+) -> ApiResult<Response> {
+    let project = admin::administered(&principal, &team, &name)?;
+    let b = body.value;
+    let n = admin::purge(
+        &state.pool,
+        state.limits,
+        &principal,
+        &project,
+        &b.path,
+        &b.reason,
+        request_id(&headers),
+    )
+    .await?;
+    Ok(
+        Json(json!({ "project": project.as_str(), "path": b.path, "versions_purged": n }))
+            .into_response(),
+    )
+}
+
+fn server_admin(principal: &Principal) -> ApiResult<()> {
+    if principal.claims.admin {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(
+            "tokens are managed by server admins".into(),
+        ))
+    }
+}
+
+pub async fn tokens(State(state): State<AppState>, principal: Principal) -> ApiResult<Response> {
+    server_admin(&principal)?;
+    let tokens = crate::store::tokens::list(&state.pool, true).await?;
+    Ok(Json(json!({ "tokens": tokens })).into_response())
+}
+
+pub async fn token_issue(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    body: JsonBody<TokenIssue>,
+) -> ApiResult<Response> {
+    server_admin(&principal)?;
+    let b = body.value;
+    if b.user.trim().is_empty() || b.user.len() > 200 {
+        return Err(ApiError::bad_request(
+            "invalid_user",
+            "`user` must be 1-200 characters",
+        ));
+    }
+    if b.teams
+        .keys()
+        .any(|t| !memsync_core::project::valid_segment(t))
+    {
+        return Err(ApiError::bad_request(
+            "invalid_team",
+            "team names are lowercase letters, digits, `.`, `_` or `-`",
+        ));
+    }
+    if b.teams.is_empty() && !b.admin {
+        return Err(ApiError::bad_request(
+            "no_scope",
+            "a token needs at least one team (or admin), or it can reach nothing",
+        ));
+    }
+    let days = i64::from(b.ttl_days.unwrap_or(90).clamp(1, 3650));
+    let now = chrono::Utc::now().timestamp();
+    let claims = Claims {
+        sub: b.user.clone(),
+        name: b.user,
+        email: b.email,
+        teams: b.teams,
+        admin: b.admin,
+        jti: uuid::Uuid::new_v4(),
+        iat: now,
+        exp: now + days * 86_400,
+        iss: state.keys.issuer.clone(),
+        aud: state.keys.audience.clone(),
+    };
+    let token = state.keys.sign(&claims)?;
+    crate::store::tokens::insert(&state.pool, &claims, &principal.claims.sub).await?;
+    crate::store::audit::record(
+        &state.pool,
+        &crate::store::audit::AuditEvent {
+            team: None,
+            project: None,
+            actor_sub: &principal.claims.sub,
+            actor_name: Some(&principal.claims.name),
+            action: "token_issue",
+            path: None,
+            revision: None,
+            request_id: request_id(&headers),
+            details: json!({ "jti": claims.jti, "sub": claims.sub, "teams": claims.teams, "admin": claims.admin, "exp": claims.exp }),
+        },
+    )
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(TokenIssued {
+            token,
+            jti: claims.jti.to_string(),
+            expires_at: claims.exp,
+        }),
+    )
+        .into_response())
+}
+
+pub async fn token_revoke(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(jti): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    server_admin(&principal)?;
+    let jti: uuid::Uuid = jti.parse().map_err(|_| {
+        ApiError::bad_request(
+            "invalid_jti",
+            "a token id is a UUID, as listed by GET /v1/admin/tokens",
+        )
+    })?;
+    match crate::store::tokens::revoke(&state.pool, jti, &principal.claims.sub).await? {
+        crate::store::tokens::Revoked::Unknown => {
+            return Err(ApiError::NotFound(format!("no token {jti}")));
+        }
+        crate::store::tokens::Revoked::Already => {}
+        crate::store::tokens::Revoked::Now => {
+            state.revocations.insert(jti);
+            crate::store::audit::record(
+                &state.pool,
+                &crate::store::audit::AuditEvent {
+                    team: None,
+                    project: None,
+                    actor_sub: &principal.claims.sub,
+                    actor_name: Some(&principal.claims.name),
+                    action: "token_revoke",
+                    path: None,
+                    revision: None,
+                    request_id: request_id(&headers),
+                    details: json!({ "jti": jti }),
+                },
+            )
+            .await?;
+        }
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

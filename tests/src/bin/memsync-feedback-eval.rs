@@ -1,0 +1,136 @@
+//! Scores `memsync_core::feedback` on the labeled corpus: precision and recall of
+//! `contradiction` findings over the full private × team cross product, the confusion between
+//! `contradiction`, `related` and nothing, and every miss and false alarm with its reason.
+//!
+//! `memsync-feedback-eval` prints the report; `--all` also lists the correct findings;
+//! `--explain NAME` shows how the checker reads one corpus memory (by its `name`);
+//! `--bench N` times N private × N team memories (the corpus, repeated).
+
+use std::time::Instant;
+
+use memsync_core::feedback::{self, Note};
+use memsync_e2e::feedback_corpus::{self, Outcome};
+
+fn show(o: &Outcome) -> String {
+    let mut s = format!(
+        "  {} x {}\n    expected {}, got {}",
+        o.private,
+        o.team,
+        o.expected.unwrap_or("nothing"),
+        o.got.unwrap_or("nothing")
+    );
+    if !o.note.is_empty() {
+        s.push_str(&format!("  [{}]", o.note));
+    }
+    if let Some(r) = &o.reason {
+        s.push_str(&format!("\n    reason: {r}"));
+    }
+    match o.explained {
+        Some(why) => s.push_str(&format!("\n    why: {why}")),
+        None if !o.correct() => {
+            s.push_str("\n    why: NOT EXPLAINED in feedback_corpus::EXPLAINED")
+        }
+        None => {}
+    }
+    s
+}
+
+fn bench(n: usize) {
+    let private = feedback_corpus::private_set();
+    let team = feedback_corpus::team_set();
+    let grow = |set: &[(String, String)]| -> Vec<(String, String)> {
+        (0..n)
+            .map(|i| {
+                let (p, t) = &set[i % set.len()];
+                (format!("{i}-{p}"), t.clone())
+            })
+            .collect()
+    };
+    let (pa, pb) = (grow(&private), grow(&team));
+    let a: Vec<Note<'_>> = pa.iter().map(|(p, t)| Note { path: p, text: t }).collect();
+    let b: Vec<Note<'_>> = pb.iter().map(|(p, t)| Note { path: p, text: t }).collect();
+    // The lexicon is compiled on first use, once per process.
+    let start = Instant::now();
+    let _ = feedback::compare(&a[..1], &b[..1]);
+    let warm = start.elapsed();
+    let start = Instant::now();
+    let _ = feedback::compare(&a, &[]);
+    let _ = feedback::compare(&b, &[]);
+    let read = start.elapsed();
+    let start = Instant::now();
+    let findings = feedback::compare(&a, &b);
+    let elapsed = start.elapsed();
+    println!(
+        "{n} x {n} memories: {} findings in {:.1} ms (reading the {} memories alone: {:.1} ms; \
+         first use, compiling the lexicon: {:.1} ms)",
+        findings.len(),
+        elapsed.as_secs_f64() * 1000.0,
+        2 * n,
+        read.as_secs_f64() * 1000.0,
+        warm.as_secs_f64() * 1000.0,
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--bench") {
+        let n = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(300);
+        bench(n);
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--explain") {
+        let name = args.get(i + 1).map(String::as_str).unwrap_or("");
+        let path = format!("{name}.md");
+        for (p, t) in feedback_corpus::private_set()
+            .into_iter()
+            .chain(feedback_corpus::team_set())
+        {
+            if p == path {
+                println!("{p}\n{}", feedback::explain(&t));
+            }
+        }
+        return;
+    }
+    let all = args.iter().any(|a| a == "--all");
+    let report = feedback_corpus::evaluate();
+    print!("{}", report.summary());
+    println!(
+        "\nconfusion (rows: label, columns: checker):\n{}",
+        report.matrix()
+    );
+
+    let misses: Vec<&Outcome> = report
+        .errors()
+        .filter(|o| o.expected == Some("contradiction"))
+        .collect();
+    let false_alarms: Vec<&Outcome> = report
+        .errors()
+        .filter(|o| o.got == Some("contradiction"))
+        .collect();
+    let other: Vec<&Outcome> = report
+        .errors()
+        .filter(|o| o.expected != Some("contradiction") && o.got != Some("contradiction"))
+        .collect();
+    println!("missed contradictions ({}):", misses.len());
+    for o in &misses {
+        println!("{}", show(o));
+    }
+    println!("\nfalse contradiction alarms ({}):", false_alarms.len());
+    for o in &false_alarms {
+        println!("{}", show(o));
+    }
+    println!("\nrelated / nothing confused ({}):", other.len());
+    for o in &other {
+        println!("{}", show(o));
+    }
+    if all {
+        println!("\ncorrect findings:");
+        for o in report.outcomes.iter().filter(|o| o.correct()) {
+            println!("{}", show(o));
+        }
+    }
+    let unexplained = report.errors().filter(|o| o.explained.is_none()).count();
+    if unexplained > 0 {
+        println!("\n{unexplained} wrong case(s) are not explained in feedback_corpus::EXPLAINED");
+    }
+}

@@ -1,0 +1,213 @@
+//! Feedback consistency end to end: the server refuses a contradicting team rule unless it
+//! supersedes, `memsync check` and the session hook report private rules that contradict team
+//! ones, and the stateless check leaves no trace.
+
+use memsync_e2e::*;
+use serde_json::json;
+
+const ORIGIN: &str = "git@github.com:acme/api.git";
+
+fn feedback(name: &str, description: &str, rule: &str, extra: &str) -> String {
+    format!(
+        "---\nname: {name}\ndescription: {description}\ntype: feedback\n{extra}---\n{rule}\n\n**Why:** it bit us before.\n**How to apply:** every change under tests/.\n"
+    )
+}
+
+fn real_db() -> String {
+    feedback(
+        "testing-policy",
+        "integration tests hit a real database",
+        "Integration tests must hit a real database, not mocks.",
+        "",
+    )
+}
+
+fn mock_db(extra: &str) -> String {
+    feedback(
+        "fast-tests",
+        "mock the database in integration tests",
+        "Mock the database in integration tests so they run fast.",
+        extra,
+    )
+}
+
+#[tokio::test]
+async fn a_contradicting_team_rule_is_refused_unless_it_supersedes() {
+    let (server, db) = Server::start().await;
+    let alice = server.client(&server.token("alice", &["acme"]));
+    let r = alice
+        .push(
+            "acme/api",
+            &batch(vec![put("testing.md", &real_db(), None)]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let r = alice
+        .push("acme/api", &batch(vec![put("fast.md", &mock_db(""), None)]))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (409, "feedback_conflict"),
+        "{}",
+        r.text
+    );
+    let c = &r.body["error"]["details"]["conflicts"][0];
+    assert_eq!(c["path"], "fast.md");
+    assert_eq!(c["other"], "testing.md");
+    assert!(!c["reason"].as_str().unwrap().is_empty());
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM memories WHERE path = 'fast.md'").await,
+        0
+    );
+
+    // With `supersedes:` it lands, and the old rule is deleted in the same revision.
+    let r = alice
+        .push(
+            "acme/api",
+            &batch(vec![put(
+                "fast.md",
+                &mock_db("supersedes: testing.md\n"),
+                None,
+            )]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let tomb = change_of(&r.body, "testing.md").expect("the superseded rule is in the revision");
+    assert_eq!(tomb["deleted"], true);
+    assert!(
+        !change_of(&r.body, "MEMORY.md").unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("testing.md")
+    );
+}
+
+#[tokio::test]
+async fn superseded_rules_disappear_for_everyone_and_private_conflicts_are_reported() {
+    let (server, db) = Server::start().await;
+    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
+    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
+    alice.write("testing.md", &real_db());
+    assert_eq!(alice.run(&["push"]).code, 0);
+    assert_eq!(bob.run(&["pull"]).code, 0);
+
+    // Bob keeps a private rule that contradicts the team's.
+    let private = bob.private_dir();
+    std::fs::write(private.join("fast.md"), mock_db("")).unwrap();
+    let r = bob.run(&["check", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let conflicts = r.json()["conflicts"].as_array().unwrap().clone();
+    assert!(
+        conflicts.iter().any(|c| c["private"] == "fast.md"
+            && c["team"] == "testing.md"
+            && c["kind"] == "contradiction"),
+        "{}",
+        r.stdout
+    );
+    // The session hook tells the agent which rule wins.
+    let input = json!({ "session_id": "s", "cwd": bob.repo, "hook_event_name": "SessionStart", "source": "startup" });
+    let r = bob.run_stdin(&["hook", "session-start"], &input.to_string());
+    let ctx = r.json()["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        ctx.contains("the team rule testing.md wins over the private memory fast.md"),
+        "{ctx}"
+    );
+    // Once the private memory declares the override, check stops flagging it.
+    std::fs::write(private.join("fast.md"), mock_db("overrides: testing.md\n")).unwrap();
+    let r = bob.run(&["check", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(!r.stdout.contains("\"contradiction\""), "{}", r.stdout);
+    // Nothing private reached the server.
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM memories WHERE path = 'fast.md'").await,
+        0
+    );
+
+    // The client refuses a contradicting team rule before sending it ...
+    alice.write("fast.md", &mock_db(""));
+    let r = alice.run(&["push", "--json"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_eq!(r.json()["push"]["refused"][0]["rule"], "feedback_conflict");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM audit_log WHERE action = 'push_refused'"
+        )
+        .await,
+        0
+    );
+    // ... and sends it once it supersedes; bob's next pull drops the old rule.
+    alice.write("fast.md", &mock_db("supersedes: testing.md\n"));
+    let r = alice.run(&["push"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        alice.read("testing.md").is_none(),
+        "the pusher's copy of the superseded rule goes too"
+    );
+    assert_eq!(bob.run(&["pull"]).code, 0);
+    assert!(bob.read("testing.md").is_none());
+    assert!(bob.read("fast.md").is_some());
+}
+
+#[tokio::test]
+async fn the_stateless_check_leaves_no_trace() {
+    let (server, db) = Server::start().await;
+    let alice = server.client(&server.token("alice", &["acme"]));
+    assert_eq!(
+        alice
+            .push(
+                "acme/api",
+                &batch(vec![put("testing.md", &real_db(), None)])
+            )
+            .await
+            .status,
+        200
+    );
+    let before = count(&db, "SELECT count(*) FROM audit_log").await;
+    let canary = format!("CANARY{}", uuid::Uuid::new_v4().simple());
+    let candidate = feedback(
+        "fast-tests",
+        "mock the database in integration tests",
+        &format!("Mock the database in integration tests so they run fast. {canary}"),
+        "",
+    );
+    let r = alice
+        .send(
+            alice
+                .http
+                .post(format!(
+                    "{}/v1/projects/acme/api/feedback/check",
+                    server.url
+                ))
+                .bearer_auth(&alice.token)
+                .json(&json!({ "path": "private/fast.md", "content": candidate })),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let f = &r.body["findings"][0];
+    assert_eq!(f["team"], "testing.md");
+    assert_eq!(f["kind"], "contradiction");
+    // No row anywhere holds the canary, nothing was audited, the log never saw it.
+    let mut conn = db.connect().await;
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    for t in tables {
+        let hits: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT count(*) FROM \"{t}\" x WHERE x::text LIKE $1"
+        )))
+        .bind(format!("%{canary}%"))
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(hits, 0, "{t}");
+    }
+    assert_eq!(count(&db, "SELECT count(*) FROM audit_log").await, before);
+    assert!(!server.log().contains(&canary));
+}
