@@ -201,7 +201,10 @@ mod tests {
             &fb,
             now,
         );
-        assert!(c.contains("the team rule testing.md wins over the private memory mine.md"), "{c}");
+        assert!(
+            c.contains("the team rule testing.md wins over the private memory mine.md"),
+            "{c}"
+        );
         assert!(c.contains("/t/team") && c.contains("revision 7"));
         assert!(c.contains("memsync: offline"));
         assert!(c.contains("Conflict in team memory x.md"));

@@ -1209,7 +1209,9 @@ fn admin(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
                         Some((t, "admin")) => (t.to_owned(), "admin"),
                         Some((t, "member")) | Some((t, "")) => (t.to_owned(), "member"),
                         Some(_) => {
-                            return Err(Fail::env(format!("--team {spec}: use TEAM or TEAM:admin")));
+                            return Err(Fail::env(format!(
+                                "--team {spec}: use TEAM or TEAM:admin"
+                            )));
                         }
                         None => (spec.clone(), "member"),
                     };

@@ -2,8 +2,9 @@
 //!
 //! `cargo bench -p memsync-core --bench scan` prints time and MiB/s (criterion `Throughput::Bytes`)
 //! for: typical notes (prose, lists, code fences, URLs, hashes, a little Unicode), one 100 KiB
-//! file (the default size limit), CJK-heavy notes (the Unicode passes), and a worst case with a
-//! secret-looking assignment on every few lines.
+//! file (the default size limit), CJK-heavy notes (the Unicode passes), a note with a
+//! secret-looking assignment on every few lines, and an adversarial file (one huge line dense
+//! with every detector's anchors, plus invisible and full-width characters).
 
 use std::hint::black_box;
 
@@ -13,7 +14,7 @@ use memsync_core::scan::{Scanner, scanner};
 #[path = "../src/scan/tests/corpus.rs"]
 mod corpus;
 
-use corpus::{cjk_notes, secret_dense, typical_markdown};
+use corpus::{adversarial, cjk_notes, secret_dense, typical_markdown};
 
 fn bench(c: &mut Criterion) {
     let shared = scanner();
@@ -46,6 +47,11 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(dense.len() as u64));
     group.bench_function("secret_dense_1MiB", |b| {
         b.iter(|| shared.scan(black_box(&dense)))
+    });
+    let worst = adversarial(100 * 1024);
+    group.throughput(Throughput::Bytes(worst.len() as u64));
+    group.bench_function("adversarial_100KiB", |b| {
+        b.iter(|| shared.scan(black_box(&worst)))
     });
     group.finish();
 

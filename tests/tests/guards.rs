@@ -292,9 +292,15 @@ async fn the_client_refuses_before_uploading() {
     assert!(!r.stdout.contains(&key) && !r.stderr.contains(&key));
     // The server never saw a push: no project, no audit event, no request on the push route.
     assert_eq!(count(&db, "SELECT count(*) FROM projects").await, 0);
-    assert_eq!(count(&db, "SELECT count(*) FROM audit_log WHERE team IS NOT NULL").await, 0);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM audit_log WHERE team IS NOT NULL").await,
+        0
+    );
     let probe = Client::new(&server.url, "");
-    let metrics = probe.send(probe.http.get(format!("{}/metrics", server.url))).await.text;
+    let metrics = probe
+        .send(probe.http.get(format!("{}/metrics", server.url)))
+        .await
+        .text;
     assert!(
         !metrics.contains("route=\"/v1/projects/{team}/{name}/push\""),
         "{metrics}"

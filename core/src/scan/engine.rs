@@ -364,9 +364,9 @@ fn accept(spec: &ProviderSpec, token: &str, text: &str, at: usize) -> bool {
     true
 }
 
-/// GitHub's token checksum: the last 6 characters are the CRC32 of the 30 random characters
-/// before them, in base62 (`0-9A-Za-z`), left-padded with `0`. Longer `ghs_`/`ghr_` forms carry
-/// no checksum that is published, so they pass on their length and randomness.
+/// GitHub's token checksum (npm's tokens use the same format): the last 6 characters are the
+/// CRC32 of the 30 random characters before them, in base62 (`0-9A-Za-z`), left-padded with `0`.
+/// Longer `ghs_`/`ghr_` forms carry no published checksum, so they pass on length and randomness.
 pub(super) fn github_checksum_ok(token: &str) -> bool {
     let payload = token.split_once('_').map_or("", |(_, p)| p);
     if payload.len() != 36 {
@@ -386,59 +386,4 @@ pub(super) fn base62_checksum(body: &str) -> String {
         n /= 62;
     }
     out.iter().map(|&b| b as char).collect()
-}
-
-#[cfg(test)]
-impl Engine {
-    pub(super) fn count_hits(&self, text: &str) -> usize {
-        self.prefilter.find_overlapping_iter(text).count()
-    }
-
-    /// Per-detector wake counts and time, for the perf report.
-    pub(super) fn report(&self, text: &str) {
-        use std::time::Instant;
-        let mut lines: Vec<Vec<(usize, usize)>> = vec![Vec::new(); self.detectors.len()];
-        let mut hits = vec![0usize; self.wakes.len()];
-        for m in self.prefilter.find_overlapping_iter(text) {
-            hits[m.pattern().as_usize()] += 1;
-            let (s, e) = line_bounds(text, m.start());
-            for &d in &self.wakes[m.pattern().as_usize()] {
-                let v = &mut lines[d as usize];
-                if v.last() != Some(&(s, e)) {
-                    v.push((s, e));
-                }
-            }
-        }
-        let mut rows = Vec::new();
-        for (d, ls) in lines.iter().enumerate() {
-            let mut best = f64::MAX;
-            for _ in 0..10 {
-                let t = Instant::now();
-                let mut out = Vec::new();
-                let mut state = LineState {
-                    pending: Vec::new(),
-                    marked: Vec::new(),
-                    generic_hits: Vec::new(),
-                    pem_ends: secrets::EndMarkers::default(),
-                };
-                for &(s, e) in ls {
-                    self.run(self.detectors[d].kind, text, s, e, &mut state, &mut out);
-                }
-                best = best.min(t.elapsed().as_secs_f64() * 1e3);
-            }
-            rows.push((best, ls.len(), format!("{:?}", self.detectors[d].kind)));
-        }
-        rows.sort_by(|a, b| b.0.total_cmp(&a.0));
-        for (ms, n, k) in rows.iter().take(15) {
-            println!("{k:32} {ms:8.2} ms  {n:7} lines");
-        }
-        let mut ph: Vec<(usize, usize)> = hits.iter().copied().enumerate().collect();
-        ph.sort_by_key(|p| std::cmp::Reverse(p.1));
-        let names: Vec<String> = (0..self.wakes.len()).map(|i| format!("{i}")).collect();
-        let _ = names;
-        println!(
-            "top anchors (pattern index: hits): {:?}",
-            &ph[..10.min(ph.len())]
-        );
-    }
 }

@@ -6,7 +6,7 @@
 use super::Hit;
 use super::heuristics::{
     Classes, base64_decode, is_digest, is_placeholder, is_public_key_material, is_reference,
-    is_structured_name, is_uuid, is_wordish, looks_random,
+    is_structure, is_structured_name, is_uuid, is_wordish, looks_random,
 };
 use super::secrets::{is_aws_secret, is_stand_in_password};
 
@@ -427,7 +427,7 @@ fn assignment(
             && !b[k].is_ascii_whitespace()
             && !matches!(
                 b[k],
-                b',' | b';' | b')' | b'}' | b']' | b'"' | b'\'' | b'`' | b'&' | b'<' | b'>'
+                b',' | b';' | b'(' | b')' | b'}' | b']' | b'"' | b'\'' | b'`' | b'&' | b'<' | b'>'
             )
         {
             k += 1;
@@ -460,6 +460,7 @@ fn judge(kind: KeyKind, value: &str, line: &str) -> Option<&'static str> {
         return None;
     }
     if is_reference(value)
+        || is_structure(value)
         || is_digest(value)
         || is_uuid(value)
         || is_public_key_material(value)

@@ -326,24 +326,33 @@ pub(super) fn is_weak_password(value: &str) -> bool {
 }
 
 /// A value that refers to a secret kept elsewhere instead of containing it: variables, templates,
-/// environment lookups, secret-manager references.
+/// environment lookups, secret-manager references, YAML tags and aliases.
 pub(super) fn is_reference(value: &str) -> bool {
     let v = value.trim();
     let lower = v.to_ascii_lowercase();
-    v.starts_with('$')
-        || v.starts_with('%')
-        || v.starts_with('!')
-        || v.starts_with('&')
-        || v.starts_with('*')
-        || v.starts_with('@')
+    let b = v.as_bytes();
+    let ident_after = |i: usize| {
+        b.get(i)
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+    };
+    let name_only = |from: usize| {
+        from < b.len()
+            && b[from..]
+                .iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+    };
+    // `$VAR`, `${VAR}`, `$(cmd)`, `$env:VAR`
+    (b.first() == Some(&b'$') && (ident_after(1) || matches!(b.get(1), Some(b'{' | b'('))))
+        // `%VAR%`, `%(name)s`
+        || (b.first() == Some(&b'%') && (v.len() > 2 && v.ends_with('%') && name_only(1) || b.get(1) == Some(&b'(')))
+        // YAML tags (`!vault`, `!Ref`), aliases (`*creds`) and anchors; `@file` arguments.
+        || (matches!(b.first(), Some(b'!' | b'*' | b'&')) && ident_after(1) && name_only(1))
+        || (b.first() == Some(&b'@') && name_only(1))
         || v.contains("${")
         || v.contains("$(")
         || v.contains("{{")
         || v.contains("{%")
         || (v.starts_with('<') && v.ends_with('>'))
-        || (v.starts_with('%') && v.ends_with('%'))
-        || (v.starts_with('{') && v.ends_with('}'))
-        || (v.starts_with('[') && v.ends_with(']'))
         || lower.starts_with("env:")
         || lower.starts_with("env.")
         || lower.starts_with("process.env")
@@ -367,6 +376,12 @@ pub(super) fn is_reference(value: &str) -> bool {
         || lower.contains("environ[")
         || lower.contains("env::var")
         || lower.contains("env(")
+}
+
+/// A JSON object or array, not a scalar value.
+pub(super) fn is_structure(value: &str) -> bool {
+    let v = value.trim();
+    (v.starts_with('{') && v.ends_with('}')) || (v.starts_with('[') && v.ends_with(']'))
 }
 
 /// Hashes, digests and integrity strings: checksums, not secrets.
@@ -411,7 +426,7 @@ pub(super) fn is_structured_name(value: &str) -> bool {
     if value.contains("://") {
         return true;
     }
-    if value.starts_with('/') || value.starts_with("./") || value.starts_with("~/") {
+    if value.starts_with("./") || value.starts_with("~/") || value.starts_with("../") {
         return true;
     }
     let parts: Vec<&str> = value

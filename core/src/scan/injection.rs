@@ -164,7 +164,7 @@ impl Patterns {
                 r"|(?-u:\b)(?:ignore|disregard)\s+(?:(?:all|everything|anything)\s+)?(?:the\s+|that\s+is\s+|what\s+is\s+|what's\s+)?(?:above|before|previous(?:ly)?|prior)(?:\s+(?:text|message|content|note|lines?|paragraphs?))?\s*(?:[.!,;:]|$|(?-u:\b)and(?-u:\b)|(?-u:\b)instead(?-u:\b))",
                 r"|(?-u:\b)forget\s+(?:about\s+)?(?:everything|all)\s+(?:(?:that\s+)?you(?:'ve|'re|\s+have|\s+were|\s+are)?\s+(?:been\s+)?(?:told|taught|given|learned|know)|above|before|prior|previous(?:ly)?|that\s+came\s+before)",
                 r"|(?-u:\b)forget\s+everything\s*(?:[.!:;,]|$)",
-                r"|(?-u:\b)you\s+are\s+now\s+(?:a|an|the|my|acting|operating|playing|going\s+to|no\s+longer|free|unrestricted|unfiltered|jailbroken|dan|root|admin|in\s+(?:developer|god|admin|sudo|debug|unrestricted|jailbreak|dan)\s+mode)(?-u:\b)",
+                r"|(?-u:\b)you\s+are\s+now\s+(?:(?:a|an|the|my)\s+[a-z]|acting|operating|playing|going\s+to|no\s+longer|free\s+(?:from|of)|unrestricted|unfiltered|uncensored|jailbroken|dan(?-u:\b)|root(?-u:\b)|admin(?-u:\b)|in\s+[a-z-]+\s+mode|(?-i:[A-Z])[A-Za-z0-9_-]*\s*(?:[,.:;!]|\s(?:and|with|an?|the|who|which)(?-u:\b)))",
                 r"|(?-u:\b)(?:new|real|actual|true|hidden|secret|overriding|override)\s+(?:system\s+)?instructions?\s*:",
                 r"|(?-u:\b)(?:do\s+not|don'?t|never|must\s+not|should\s+not)\s+(?:ever\s+)?(?:tell|inform|mention|reveal|disclose|notify|alert)\s+(?:(?:this|it|that|anything|any\s+of\s+this|them)\s+)?(?:to\s+)?(?:the\s+)?(?:user|human|developer|operator)s?(?:\s*(?:[.!;,:)]|$)|\s+(?:about|that|what|how|why|where|when|anything|this|it|and|or|unless|until|even|if)(?-u:\b))",
                 r"|(?-u:\b)without\s+(?:telling|informing|notifying|alerting)\s+(?:the\s+)?(?:user|human|developer|operator)s?(?-u:\b)",
@@ -207,9 +207,11 @@ impl Patterns {
             persist_write: regex(
                 r"(?i)>>?|(?-u:\b)tee(?-u:\b)|(?-u:\b)sed\s+-i|(?-u:\b)crontab\s+-|(?-u:\b)echo(?-u:\b)|(?-u:\b)printf(?-u:\b)|(?-u:\b)add(?-u:\b)|(?-u:\b)append(?-u:\b)|(?-u:\b)insert(?-u:\b)|(?-u:\b)write(?-u:\b)|(?-u:\b)put(?-u:\b)|(?-u:\b)edit(?-u:\b)|(?-u:\b)modify(?-u:\b)|(?-u:\b)update(?-u:\b)",
             ),
-            payload: regex(
+            payload: regex(concat!(
                 r"(?i)(?-u:\b)curl(?-u:\b)|(?-u:\b)wget(?-u:\b)|(?-u:\b)nc(?-u:\b)|(?-u:\b)ncat(?-u:\b)|/dev/tcp/|(?-u:\b)base64\s+(?:-d|--decode|-D)(?-u:\b)|(?-u:\b)eval(?-u:\b)|(?-u:\b)(?:ba)?sh\s+-c(?-u:\b)|(?-u:\b)python3?\s+-c(?-u:\b)|\|\s*(?:ba|z)?sh(?-u:\b)|(?-u:\b)invoke-webrequest(?-u:\b)|(?-u:\b)iex(?-u:\b)",
-            ),
+                // Agent permission escalation written into its settings.
+                r#"|bypasspermissions|dangerously-skip-permissions|bash\(\*\)|"allow"\s*:\s*\[\s*"\*""#,
+            )),
             pipe_shell: regex(
                 r"(?i)(?-u:\b)(curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)(?-u:\b)[^|\n]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|z|da|k)?sh|iex|invoke-expression|python3?|perl|ruby|node)(?-u:\b)",
             ),

@@ -142,7 +142,7 @@ impl Hit {
 }
 
 impl Scanner {
-    /// Compiles every rule. Takes a few milliseconds; use [`scanner`] for the shared instance.
+    /// Compiles every rule (about 15 ms); use [`scanner`] for the shared instance.
     pub fn new() -> Scanner {
         Scanner {
             engine: Engine::new(),

@@ -47,7 +47,8 @@ rules! {
     "twilio-api-key", Secret, "Twilio API key SID (SK…) in a Twilio context";
     "twilio-auth-token", Secret, "Twilio auth token or API secret in a Twilio context";
     "sendgrid-api-key", Secret, "SendGrid API key (SG.…)";
-    "npm-access-token", Secret, "npm access token (npm_, or _authToken in .npmrc)";
+    "npm-access-token", Secret, "npm access token (npm_, CRC32-checked, or _authToken in .npmrc)";
+    "docker-hub-token", Secret, "Docker Hub personal or organization access token (dckr_pat_, dckr_oat_)";
     "pypi-token", Secret, "PyPI / TestPyPI API token (pypi-AgE…)";
     "databricks-token", Secret, "Databricks personal access token (dapi…)";
     "terraform-cloud-token", Secret, "HCP Terraform / Terraform Cloud token (….atlasv1.…)";
@@ -55,6 +56,7 @@ rules! {
     "pulumi-access-token", Secret, "Pulumi access token (pul-)";
     "postman-api-key", Secret, "Postman API key (PMAK-)";
     "grafana-cloud-token", Secret, "Grafana Cloud token (glc_)";
+    "grafana-api-key", Secret, "Grafana legacy API key (base64 JSON {\"k\",\"n\",\"id\"}: eyJrIjoi…)";
     "grafana-service-account-token", Secret, "Grafana service account token (glsa_)";
     "sentry-org-token", Secret, "Sentry organization auth token (sntrys_)";
     "sentry-user-token", Secret, "Sentry user auth token (sntryu_)";
@@ -412,13 +414,29 @@ pub(super) const PROVIDERS: &[ProviderSpec] = &[
             &["twilio", "account_sid", "accountsid"],
         )
     },
+    ProviderSpec {
+        min_entropy: 2.8,
+        ..doc(
+            "twilio-auth-token",
+            &["twilio"],
+            r#"["']AC[0-9a-f]{32}["']\s*,\s*["']([0-9a-f]{32})["']"#,
+            Raw,
+            &[],
+        )
+    },
     line(
         "sendgrid-api-key",
         &["sg."],
         r"SG\.[0-9A-Za-z_-]{22}\.[0-9A-Za-z_-]{43}",
         Dash,
     ),
-    line("npm-access-token", &["npm_"], r"npm_[0-9A-Za-z]{36}", Word),
+    checked("npm-access-token", &["npm_"], r"npm_[0-9A-Za-z]{36}"),
+    line(
+        "docker-hub-token",
+        &["dckr_pat_", "dckr_oat_"],
+        r"dckr_(?:pat|oat)_[0-9A-Za-z_-]{27,}",
+        Dash,
+    ),
     line(
         "npm-access-token",
         &["_authtoken", "_auth="],
@@ -467,6 +485,12 @@ pub(super) const PROVIDERS: &[ProviderSpec] = &[
         "grafana-cloud-token",
         &["glc_"],
         r"glc_[0-9A-Za-z+/]{32,400}={0,2}",
+        Base64,
+    ),
+    line(
+        "grafana-api-key",
+        &["eyjrijoi"],
+        r"eyJrIjoi[0-9A-Za-z+/]{40,200}={0,2}",
         Base64,
     ),
     line(
@@ -594,8 +618,8 @@ pub(super) const PROVIDERS: &[ProviderSpec] = &[
     line(
         "telegram-bot-token",
         &[":aa"],
-        r"[0-9]{8,10}:AA[0-9A-Za-z_-]{33}",
-        Dash,
+        r"(?:^|[^0-9A-Za-z_-]|bot)([0-9]{8,10}:AA[0-9A-Za-z_-]{33})(?:$|[^0-9A-Za-z_-])",
+        Raw,
     ),
     line(
         "cloudflare-api-token",
@@ -644,7 +668,7 @@ pub(super) const PROVIDERS: &[ProviderSpec] = &[
             "dp.scim.",
             "dp.audit.",
         ],
-        r"dp\.(?:pt|st|sa|ct|scim|audit)\.[0-9A-Za-z]{40,44}",
+        r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[0-9a-z_-]{1,40}\.)?[0-9A-Za-z]{40,44}",
         Word,
     ),
     line(

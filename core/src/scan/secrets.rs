@@ -13,7 +13,8 @@ use super::heuristics::{
 pub(super) const PRIVATE_KEY_ANCHORS: &[&str] =
     &["-----begin", "---- begin", "putty-user-key-file-"];
 
-pub(super) const CLI_ANCHORS: &[&str] = &["-u ", "-u=", "--user", "--proxy-user", "sshpass"];
+pub(super) const CLI_ANCHORS: &[&str] =
+    &["-u ", "-u=", "--user", "--proxy-user", "sshpass", " login "];
 
 pub(super) struct Patterns {
     cli_user: Regex,
@@ -29,7 +30,7 @@ impl Patterns {
     pub(super) fn new() -> Patterns {
         Patterns {
             cli_user: regex(
-                r#"(?:^|[\s;|&(`])(?:(?:-u|--user|--proxy-user)[\s=]+["']?[^\s"':]+:([^\s"']+)|sshpass\s+-p\s*["']?([^\s"']+))"#,
+                r#"(?:^|[\s;|&(`])(?:(?:-u|--user|--proxy-user)[\s=]+["']?[^\s"':]+:([^\s"']+)|sshpass\s+-p\s*["']?([^\s"']+)|(?:docker|podman|nerdctl|helm\s+registry|oras|skopeo|buildah)\s+login\s[^\n|;&]*?-p\s+["']?([^\s"']+))"#,
             ),
             pem: regex(r"-{4,5} ?BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)? ?-{4,5}"),
             aws_secret: regex(r"(?m)(?:^|[^0-9A-Za-z+/=])([0-9A-Za-z+/]{40})(?:$|[^0-9A-Za-z+/=])"),
@@ -313,8 +314,10 @@ pub(super) fn url_credentials(text: &str, start: usize, end: usize, out: &mut Ve
                 out.push(Hit::secret(rule, text, ps, ps + password.len(), &decoded));
             }
             None => {
-                // A token used as the user name: https://<token>@host.
-                if userinfo.len() >= 20 && looks_random(userinfo) {
+                // A token used as the user name: https://<token>@host. Not a Sentry DSN, whose
+                // user part is a public key (32 hex) meant to be shipped in clients.
+                let sentry = host.contains("sentry") || (userinfo.len() == 32 && is_hex(userinfo));
+                if !sentry && userinfo.len() >= 20 && looks_random(userinfo) {
                     let us = start + auth_start;
                     out.push(Hit::secret(
                         "url-credentials",
@@ -490,7 +493,7 @@ pub(super) fn cli_credentials(
 ) {
     let line = &text[start..end];
     for c in p.cli_user.captures_iter(line) {
-        let Some(pw) = c.get(1).or_else(|| c.get(2)) else {
+        let Some(pw) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)) else {
             continue;
         };
         let v = pw.as_str();

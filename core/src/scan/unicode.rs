@@ -86,14 +86,12 @@ pub(super) fn analyze(text: &str) -> Option<UnicodeReport> {
         {
             allowed_until = end;
         }
-        if changes_under_normalization(c) {
-            if !have_line || i > line.1 {
-                let s = text[..i].rfind('\n').map_or(0, |j| j + 1);
-                let e = text[i..].find('\n').map_or(text.len(), |j| i + j);
-                line = (s, e);
-                have_line = true;
-                changed_lines.push(s);
-            }
+        if (!have_line || i > line.1) && changes_under_normalization(c) {
+            let s = text[..i].rfind('\n').map_or(0, |j| j + 1);
+            let e = text[i..].find('\n').map_or(text.len(), |j| i + j);
+            line = (s, e);
+            have_line = true;
+            changed_lines.push(s);
         }
         let Some(kind) = classify(c) else { return };
         if i < allowed_until {
@@ -351,7 +349,7 @@ fn surely_nfkc_stable(c: char) -> bool {
         | 0x3001..=0x3003
         | 0x3008..=0x3011
         | 0x3041..=0x3096
-        | 0x30A1..=0x30FA
+        | 0x30A1..=0x30FE
         | 0x4E00..=0x9FFF
         | 0xAC00..=0xD7A3
         | 0x1F300..=0x1F64F)

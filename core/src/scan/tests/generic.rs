@@ -144,6 +144,14 @@ fn what_is_not_a_secret() {
         "password: ${{ secrets.DB_PASSWORD }}".to_owned(),
         "secret = vault.read(\"secret/data/app\")".to_owned(),
         "api_key = get_api_key(config)".to_owned(),
+        "password = get_secret(\"prod/db/password\")".to_owned(),
+        "token = Rails.application.credentials.dig(:github, :token)".to_owned(),
+        format!(
+            "SENTRY_DSN=https://{}@o{}.ingest.us.sentry.io/{}",
+            g.hex(32),
+            g.pick(DIGITS, 7),
+            g.pick(DIGITS, 16)
+        ),
         "token = request.headers.authorization".to_owned(),
         "password: !vault |".to_owned(),
         "SECRET_ARN=arn:aws:secretsmanager:eu-west-1:123456789012:secret:app-AbCdEf".to_owned(),

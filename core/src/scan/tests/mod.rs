@@ -4,7 +4,6 @@
 mod corpus;
 mod generic;
 mod injection;
-mod perf;
 mod properties;
 mod providers;
 mod structural;

@@ -250,6 +250,16 @@ pub(super) fn cases() -> Vec<(&'static str, String, String, String)> {
         t,
         "TWILIO_AUTH_TOKEN=your_auth_token".to_owned(),
     );
+    let t = g.hex(32);
+    add(
+        "twilio-auth-token",
+        format!(
+            "from twilio.rest import Client\nclient = Client(\"AC{}\", \"{t}\")",
+            g.hex(32)
+        ),
+        t,
+        "from twilio.rest import Client\nclient = Client(account_sid, auth_token)".to_owned(),
+    );
     let t = format!("SG.{}.{}", g.b64url(22), g.b64url(43));
     add(
         "sendgrid-api-key",
@@ -257,12 +267,29 @@ pub(super) fn cases() -> Vec<(&'static str, String, String, String)> {
         t,
         "sendgrid: SG.xxxxx.yyyyy".to_owned(),
     );
-    let t = format!("npm_{}", g.alnum(36));
+    let t = g.github("npm");
     add(
         "npm-access-token",
         format!("//registry.npmjs.org/:_authToken={t}"),
         t,
         "//registry.npmjs.org/:_authToken=${NPM_TOKEN}".to_owned(),
+    );
+    let t = g.github("npm");
+    let mut broken = t.clone();
+    let last = broken.pop().unwrap();
+    broken.push(if last == 'A' { 'B' } else { 'A' });
+    add(
+        "npm-access-token",
+        format!("publish with {t}"),
+        t,
+        format!("fixture {broken} has a wrong checksum"),
+    );
+    let t = format!("dckr_pat_{}", g.b64url(27));
+    add(
+        "docker-hub-token",
+        format!("docker login -u acmeci -p {t}"),
+        t,
+        "docker login -u acmeci --password-stdin < token.txt".to_owned(),
     );
     let t = format!("pypi-AgEIcHlwaS5vcmc{}", g.b64url(120));
     add(
@@ -312,6 +339,14 @@ pub(super) fn cases() -> Vec<(&'static str, String, String, String)> {
         format!("GRAFANA_TOKEN={t}"),
         t,
         "GRAFANA_TOKEN=glc_...".to_owned(),
+    );
+    let json = format!(r#"{{"k":"{}","n":"ci-dashboards","id":1}}"#, g.alnum(32));
+    let t = b64_encode(json.as_bytes(), false);
+    add(
+        "grafana-api-key",
+        format!("export GRAFANA_TOKEN=\"{t}\""),
+        t,
+        "export GRAFANA_TOKEN=\"eyJrIjoi...\"".to_owned(),
     );
     let t = format!("glsa_{}_{}", g.alnum(32), g.hex(8));
     add(
