@@ -569,3 +569,24 @@ impl User {
         std::fs::read_to_string(self.team_dir().join(rel)).ok()
     }
 }
+
+/// Panics if any row of any table holds `needle`; returns how many tables were searched.
+pub async fn assert_no_row_contains(db: &TestDb, needle: &str) -> usize {
+    let mut conn = db.connect().await;
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = 'public'")
+            .fetch_all(&mut conn)
+            .await
+            .expect("list tables");
+    for t in &tables {
+        let hits: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT count(*) FROM \"{t}\" x WHERE x::text LIKE $1"
+        )))
+        .bind(format!("%{needle}%"))
+        .fetch_one(&mut conn)
+        .await
+        .expect("search table");
+        assert_eq!(hits, 0, "table {t} holds the text");
+    }
+    tables.len()
+}

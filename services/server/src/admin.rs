@@ -83,8 +83,9 @@ pub async fn history(pool: &PgPool, project: &ProjectId, path: &str) -> ApiResul
     Ok(v)
 }
 
+/// Audits an action of `principal` on `project`.
 #[allow(clippy::too_many_arguments)]
-async fn audit_event(
+pub(crate) async fn audit_event(
     pool: &PgPool,
     principal: &Principal,
     project: &ProjectId,

@@ -9,7 +9,6 @@ use sqlx::PgPool;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::store::allowlist;
-use crate::store::audit::{self, AuditEvent};
 
 fn require_admin(principal: &Principal, project: &ProjectId) -> ApiResult<()> {
     if principal.is_team_admin(project) {
@@ -64,19 +63,15 @@ pub async fn add(
         return Err(crate::sync::not_found(project));
     }
     let added = allowlist::add(pool, project, fp, rule, reason, &principal.claims.sub).await?;
-    audit::record(
+    crate::admin::audit_event(
         pool,
-        &AuditEvent {
-            team: Some(project.team()),
-            project: Some(project.as_str()),
-            actor_sub: &principal.claims.sub,
-            actor_name: Some(&principal.claims.name),
-            action: "allowlist_add",
-            path: None,
-            revision: None,
-            request_id,
-            details: json!({ "fingerprint": fp, "rule": rule, "reason": reason, "new": added }),
-        },
+        principal,
+        project,
+        "allowlist_add",
+        None,
+        None,
+        request_id,
+        json!({ "fingerprint": fp, "rule": rule, "reason": reason, "new": added }),
     )
     .await?;
     Ok(added)
@@ -95,20 +90,15 @@ pub async fn remove(
             "{project} has no allowlist entry {fingerprint}"
         )));
     }
-    audit::record(
+    crate::admin::audit_event(
         pool,
-        &AuditEvent {
-            team: Some(project.team()),
-            project: Some(project.as_str()),
-            actor_sub: &principal.claims.sub,
-            actor_name: Some(&principal.claims.name),
-            action: "allowlist_remove",
-            path: None,
-            revision: None,
-            request_id,
-            details: json!({ "fingerprint": fingerprint }),
-        },
+        principal,
+        project,
+        "allowlist_remove",
+        None,
+        None,
+        request_id,
+        json!({ "fingerprint": fingerprint }),
     )
-    .await?;
-    Ok(())
+    .await
 }
