@@ -185,6 +185,16 @@ pub async fn diff(
         .replacen("+++ modified", &format!("+++ {p}@{to}"), 1))
 }
 
+/// The stored state of one path (empty when the project never had it).
+async fn stored_state(
+    pool: &PgPool,
+    project: &ProjectId,
+    path: &MemoryPath,
+) -> ApiResult<std::collections::HashMap<String, memories::Stored>> {
+    let mut conn = pool.acquire().await?;
+    Ok(memories::current(&mut conn, project, &[path.to_string()]).await?)
+}
+
 fn require_reason(reason: &str) -> ApiResult<&str> {
     let r = reason.trim();
     if r.is_empty() || r.len() > 1000 {
@@ -242,10 +252,7 @@ pub async fn delete(
             "indexes follow their memories; delete the memory instead",
         ));
     }
-    let current = {
-        let mut conn = pool.acquire().await?;
-        memories::current(&mut conn, project, &[path.to_string()]).await?
-    };
+    let current = stored_state(pool, project, &path).await?;
     let Some(sha) = current
         .get(path.as_str())
         .filter(|s| !s.deleted)
@@ -307,10 +314,7 @@ pub async fn restore(
             format!("the version of {path} at revision {revision} is a deletion or was purged"),
         ));
     };
-    let current = {
-        let mut conn = pool.acquire().await?;
-        memories::current(&mut conn, project, &[path.to_string()]).await?
-    };
+    let current = stored_state(pool, project, &path).await?;
     let base: Option<Sha256> = current
         .get(path.as_str())
         .filter(|s| !s.deleted)
@@ -362,10 +366,7 @@ pub async fn purge(
             "indexes are rebuilt from the memories; purge the memory instead",
         ));
     }
-    let live = {
-        let mut conn = pool.acquire().await?;
-        memories::current(&mut conn, project, &[p.to_string()]).await?
-    };
+    let live = stored_state(pool, project, &p).await?;
     if live.is_empty() {
         return Err(ApiError::NotFound(format!("{project} never had {p}")));
     }

@@ -244,7 +244,7 @@ pub async fn rebuild(
             .collect()
     } else {
         for p in &projects {
-            if outbox::current_revision(pool, p).await?.is_none() {
+            if crate::store::memories::revision(pool, p).await?.is_none() {
                 bail!("there is no project {p}");
             }
         }

@@ -104,18 +104,6 @@ pub async fn projects<'e>(db: impl PgExecutor<'e>) -> sqlx::Result<Vec<(ProjectI
         .collect())
 }
 
-/// The project's current revision; None if there is no such project.
-pub async fn current_revision<'e>(
-    db: impl PgExecutor<'e>,
-    project: &ProjectId,
-) -> sqlx::Result<Option<i64>> {
-    sqlx::query_scalar("SELECT revision FROM projects WHERE team = $1 AND project = $2")
-        .bind(project.team())
-        .bind(project.as_str())
-        .fetch_optional(db)
-        .await
-}
-
 /// The last revision of the batch after `after`: at most `upto`, and no more content than
 /// `max_bytes` (but at least one revision), so one batch never holds many large pushes.
 pub async fn batch_end(

@@ -158,7 +158,9 @@ async fn export_project(
         blocking(move || Ok((repo::exported_revision(&path, &project)?, path.exists()))).await?
     };
     if !exists || head > upto {
-        let current = outbox::current_revision(pool, project).await?.unwrap_or(0);
+        let current = crate::store::memories::revision(pool, project)
+            .await?
+            .unwrap_or(0);
         if head > current {
             tracing::warn!(%project, repository = head, database = current,
                 "the git export is ahead of the database (restored from a backup?); rebuilding it");
@@ -251,7 +253,9 @@ pub(super) async fn rebuild_requested(
 /// Writes the project's repository anew from every revision in Postgres and swaps it in (or
 /// removes it when the project has no revision).
 async fn rebuild(pool: &PgPool, ex: &Exporter, project: &ProjectId) -> anyhow::Result<()> {
-    let upto = outbox::current_revision(pool, project).await?.unwrap_or(0);
+    let upto = crate::store::memories::revision(pool, project)
+        .await?
+        .unwrap_or(0);
     let root = ex.cfg.dir.clone();
     let scratch = {
         let (root, project) = (root.clone(), project.clone());
