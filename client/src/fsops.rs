@@ -16,8 +16,16 @@ pub enum FsError {
         "the team dir {0} is a symlink; memsync refuses to follow it (point --team-dir / MEMSYNC_TEAM_DIR at the real directory)"
     )]
     TeamDirSymlink(PathBuf),
-    #[error("{0} is not a directory")]
+    #[error("the team dir {0} is not a directory (point --team-dir / MEMSYNC_TEAM_DIR at one)")]
+    TeamDirNotADir(PathBuf),
+    #[error(
+        "{0} is a file, but a synced path needs a directory of that name; memsync never turns one into the other"
+    )]
     NotADir(PathBuf),
+    #[error(
+        "{0} is a directory, but a synced path needs a file of that name; memsync never turns one into the other"
+    )]
+    IsADir(PathBuf),
     #[error("{path} passes through a symlink ({link}); refused")]
     Symlink { path: String, link: PathBuf },
     #[error("{path}: {source}")]
@@ -63,6 +71,13 @@ pub struct TeamDir {
     dirty: std::cell::RefCell<std::collections::BTreeSet<PathBuf>>,
 }
 
+impl FsError {
+    /// A file and a directory of one name: a problem with one path, not with the team dir.
+    pub fn is_layout_clash(&self) -> bool {
+        matches!(self, FsError::NotADir(_) | FsError::IsADir(_))
+    }
+}
+
 impl TeamDir {
     /// Opens the team dir, creating it if missing. A team dir that is a symlink is refused.
     pub fn open(root: &Path) -> Result<TeamDir, FsError> {
@@ -70,7 +85,7 @@ impl TeamDir {
             Ok(m) if m.file_type().is_symlink() => {
                 return Err(FsError::TeamDirSymlink(root.to_owned()));
             }
-            Ok(m) if !m.is_dir() => return Err(FsError::NotADir(root.to_owned())),
+            Ok(m) if !m.is_dir() => return Err(FsError::TeamDirNotADir(root.to_owned())),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::create_dir_all(root).map_err(io(root))?;
@@ -110,6 +125,7 @@ impl TeamDir {
                     });
                 }
                 Ok(m) if is_parent && !m.is_dir() => return Err(FsError::NotADir(cur)),
+                Ok(m) if !is_parent && m.is_dir() => return Err(FsError::IsADir(cur)),
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     if !(create_parents && is_parent) {

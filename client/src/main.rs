@@ -243,11 +243,11 @@ enum AllowlistCmd {
     /// Let one exact finding through for this project (its fingerprint from a refused push or
     /// `memsync scan --json`).
     Add {
-        fingerprint: String,
+        fingerprint: memsync_core::text::Text,
         #[arg(long)]
-        rule: String,
+        rule: memsync_core::text::Text,
         #[arg(long)]
-        reason: String,
+        reason: memsync_core::text::Text,
     },
     /// Remove an entry.
     Remove { fingerprint: String },
@@ -1007,17 +1007,26 @@ fn hook_context(
     let engine = s.engine(&api, &prog);
     let rt = runtime().map_err(|f| f.message)?;
     let left = deadline.saturating_sub(started.elapsed());
-    let note =
-        match rt.block_on(async { tokio::time::timeout(left, engine.pull(&mut state)).await }) {
-            Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(offline_note(&e.to_string(), &state)),
-            Err(_) => Some(offline_note(
-                &format!("the server did not answer within {deadline:?}"),
-                &state,
-            )),
-        };
+    let pulled = rt.block_on(async { tokio::time::timeout(left, engine.pull(&mut state)).await });
+    let cut_short = !matches!(pulled, Ok(Ok(_)));
+    let note = match pulled {
+        Ok(Ok(r)) if r.incomplete => {
+            let paths: Vec<&str> = r.skipped.iter().map(|n| n.path.as_str()).collect();
+            Some(format!(
+                "memsync did not write {} file(s) the server sent, because their paths collide on disk with synced ones: {}. Everything else is synced; a team admin should rename or delete them on the server.",
+                paths.len(),
+                paths.join(", ")
+            ))
+        }
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(offline_note(&e.to_string(), &state)),
+        Err(_) => Some(offline_note(
+            &format!("the server did not answer within {deadline:?}"),
+            &state,
+        )),
+    };
     // A pull cut short saved nothing: reload what is on disk.
-    if note.is_some() {
+    if cut_short {
         state = s.load_state().map_err(|f| f.message)?;
     }
     let index = MemoryPath::parse("MEMORY.md")

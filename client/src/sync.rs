@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use memsync_core::merge::merge_text;
+use memsync_core::tree::{Clash, PathTree};
 use memsync_core::wire::{FileState, PushChange, PushOp, PushRequest, PushResponse};
 use memsync_core::{MemoryPath, ProjectId, Sha256};
 use serde::Serialize;
@@ -78,6 +79,10 @@ pub struct Report {
     pub held_deletes: Option<String>,
     /// True when a guard finding stopped the whole push: nothing was uploaded.
     pub blocked: bool,
+    /// True when a pull could not write everything the server sent (a path that collides with
+    /// another on disk): the revision was not recorded, so the next pull tries again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -217,20 +222,41 @@ impl Engine<'_> {
             Err(e) => return Err(e.into()),
         };
         let total = body.changes.len();
+        let clashing = clashes_with_local(state, &body.changes);
         let mut pending = Vec::new();
         for (i, fs) in body.changes.iter().enumerate() {
-            self.apply_incoming(state, &mut report, fs, &mut pending)?;
+            if let Some(clash) = clashing.get(fs.path.as_str()) {
+                self.refuse_from_server(&mut report, &fs.path, clash.message());
+            } else {
+                self.apply_incoming(state, &mut report, fs, &mut pending)?;
+            }
             (self.progress)(i + 1, total);
         }
         self.commit_writes(state, &mut report, pending)?;
-        state.revision = body.revision;
-        state.etag = etag;
+        if !report.incomplete {
+            state.revision = body.revision;
+            state.etag = etag;
+            report.revision = body.revision;
+        }
         state.last_pull_at = Some(now());
-        report.revision = body.revision;
         self.team.flush()?;
         self.store.save(state)?;
         self.open_conflicts(state, &mut report);
         Ok(report)
+    }
+
+    /// A file from the server that cannot be written without turning a file into a directory (or
+    /// back), or beside a name that differs only in case: reported as the server's problem, not
+    /// as a local change, and the pull stays incomplete.
+    fn refuse_from_server(&self, report: &mut Report, path: &str, why: String) {
+        report.incomplete = true;
+        report.skipped.push(PathNote {
+            path: path.chars().take(200).collect(),
+            reason: format!(
+                "not written: the server sent a path that collides on disk ({why}); \
+                 ask a team admin to delete or rename it on the server"
+            ),
+        });
     }
 
     fn open_conflicts(&self, state: &State, report: &mut Report) {
@@ -260,7 +286,14 @@ impl Engine<'_> {
         let outcomes = self.team.write_batch(&items);
         for (w, outcome) in pending.iter().zip(outcomes) {
             let p = w.path.as_str();
-            match outcome? {
+            let outcome = match outcome {
+                Err(e) if e.is_layout_clash() => {
+                    self.refuse_from_server(report, p, e.to_string());
+                    continue;
+                }
+                other => other?,
+            };
+            match outcome {
                 Written::Done => {
                     let server = w.fs.content.as_deref().unwrap_or_default().as_bytes();
                     self.track(state, p, &w.fs, server)?;
@@ -320,6 +353,10 @@ impl Engine<'_> {
         };
         let disk = match self.team.read(&path) {
             Ok(d) => d,
+            Err(e) if e.is_layout_clash() => {
+                self.refuse_from_server(report, &fs.path, e.to_string());
+                return Ok(());
+            }
             Err(FsError::Symlink { link, .. }) => {
                 skip(
                     report,
@@ -546,6 +583,7 @@ impl Engine<'_> {
             let req = PushRequest {
                 changes: changes.clone(),
                 allow_mass_delete,
+                allow_purged: false,
             };
             let key = uuid::Uuid::new_v4().to_string();
             match self.api.push(self.project, &req, &key).await {
@@ -782,6 +820,36 @@ pub struct LocalStatus {
     pub conflicts: Vec<PathNote>,
     pub refused: Vec<RefusedNote>,
     pub skipped: Vec<PathNote>,
+}
+
+/// The live paths of a pull that cannot join what the team dir holds: each collides, as file and
+/// directory or by letter case, with a path synced before or with an earlier one of the pull.
+/// What is already synced wins; among new paths, indexes first, then the older revision.
+fn clashes_with_local(state: &State, incoming: &[FileState]) -> BTreeMap<String, Clash> {
+    let deleted: BTreeSet<&str> = incoming
+        .iter()
+        .filter(|f| f.deleted)
+        .map(|f| f.path.as_str())
+        .collect();
+    let (mut tree, _) = PathTree::build(
+        state
+            .files
+            .keys()
+            .map(String::as_str)
+            .filter(|p| !deleted.contains(p)),
+    );
+    let mut live: Vec<&FileState> = incoming.iter().filter(|f| !f.deleted).collect();
+    live.sort_by_key(|f| {
+        let index = f.path.rsplit('/').next() == Some(memsync_core::path::INDEX_FILE);
+        (!index, f.revision, f.path.as_str())
+    });
+    let mut out = BTreeMap::new();
+    for f in live {
+        if let Err(c) = tree.insert(&f.path) {
+            out.insert(f.path.clone(), c);
+        }
+    }
+    out
 }
 
 pub fn local_status(team: &TeamDir, state: &State) -> Result<LocalStatus, FsError> {

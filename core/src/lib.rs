@@ -12,6 +12,8 @@ pub mod path;
 pub mod project;
 pub mod scan;
 pub mod sha;
+pub mod text;
+pub mod tree;
 pub mod wire;
 
 pub use index::{Index, IndexEntry, IndexItem};

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::sha::Sha256;
+use crate::text::Text;
 
 /// `GET /v1/projects/{team}/{name}/changes?since=N`: every path whose latest revision is greater
 /// than `since`, with its current state. `since=0` is a full snapshot, tombstones included.
@@ -44,6 +45,10 @@ pub struct PushRequest {
     /// Lets a push delete more than max(50, 10 %) of the project's files.
     #[serde(default)]
     pub allow_mass_delete: bool,
+    /// Lets a team admin push content that an admin purged from the project (it is refused
+    /// otherwise, so that a retry or a stale copy cannot bring a purged secret back).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_purged: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -168,9 +173,9 @@ pub struct AllowlistEntry {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct AllowlistAdd {
-    pub fingerprint: String,
-    pub rule: String,
-    pub reason: String,
+    pub fingerprint: Text,
+    pub rule: Text,
+    pub reason: Text,
 }
 
 /// Every error answer: `{"error":{"code","message","details"}}`.
@@ -246,28 +251,28 @@ pub struct FeedbackFinding {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct AdminPathAction {
-    pub path: String,
+    pub path: Text,
     /// Why; kept in the audit log.
-    pub reason: String,
+    pub reason: Text,
 }
 
 /// `POST /v1/admin/projects/{team}/{name}/restore`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct AdminRestore {
-    pub path: String,
+    pub path: Text,
     /// The revision whose version of the path comes back.
     pub revision: i64,
-    pub reason: String,
+    pub reason: Text,
 }
 
 /// `POST /v1/admin/tokens` (server admins).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct TokenIssue {
-    pub user: String,
+    pub user: Text,
     #[serde(default)]
-    pub email: Option<String>,
+    pub email: Option<Text>,
     #[serde(default)]
     pub teams: std::collections::BTreeMap<String, TeamRole>,
     #[serde(default)]

@@ -416,3 +416,70 @@ proptest! {
         prop_assert!(merge_text(&base, &join(&ours, trailing), &join(&theirs, trailing)).is_err());
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// On-disk layout: which paths may live together
+
+fn small_path() -> impl Strategy<Value = String> {
+    // A tiny alphabet with case variants and `.md` directory names, so clashes are common.
+    let seg = prop::sample::select(vec![
+        "a",
+        "A",
+        "b",
+        "a.md",
+        "A.md",
+        "MEMORY.md",
+        "memory.md",
+    ]);
+    prop::collection::vec(seg, 1..4).prop_map(|segs| {
+        let mut p = segs.join("/");
+        if !p.ends_with(".md") {
+            p.push_str(".md");
+        }
+        p
+    })
+}
+
+proptest! {
+    /// What the server looks up (paths selected by `lookup_keys`) finds every clash the whole
+    /// project would show, so checking against the candidates alone is as strict as checking
+    /// against everything.
+    #[test]
+    fn lookup_keys_find_every_clash(
+        stored in prop::collection::vec(small_path(), 0..12),
+        new in small_path(),
+    ) {
+        use memsync_core::tree::PathTree;
+        let (full, _) = PathTree::build(stored.iter().map(String::as_str));
+        let keys = PathTree::lookup_keys(&new);
+        let (picked, _) = PathTree::build(
+            stored.iter().map(String::as_str).filter(|p| keys.selects(p)),
+        );
+        prop_assert_eq!(full.check(&new).is_some(), picked.check(&new).is_some());
+    }
+
+    /// A tree never holds two names that one case-insensitive filesystem would merge, nor a file
+    /// and a directory of one name.
+    #[test]
+    fn accepted_paths_coexist_on_disk(paths in prop::collection::vec(small_path(), 0..16)) {
+        use memsync_core::tree::{PathTree, fold};
+        let mut tree = PathTree::new();
+        let mut accepted: Vec<String> = Vec::new();
+        for p in &paths {
+            if tree.insert(p).is_ok() {
+                accepted.push(p.clone());
+            }
+        }
+        let mut names: std::collections::HashMap<String, (String, bool)> = Default::default();
+        for p in &accepted {
+            let segs: Vec<&str> = p.split('/').collect();
+            for i in 0..segs.len() {
+                let name = segs[..=i].join("/");
+                let dir = i + 1 < segs.len();
+                let prev = names.entry(fold(&name)).or_insert((name.clone(), dir));
+                prop_assert_eq!(&prev.0, &name);
+                prop_assert_eq!(prev.1, dir);
+            }
+        }
+    }
+}

@@ -361,6 +361,22 @@ impl Client {
             .bearer_auth(&self.token)
     }
 
+    /// GET `path` (with the query), as JSON.
+    pub async fn fetch(&self, path: &str) -> Resp {
+        self.send(self.get(path)).await
+    }
+
+    /// POST `body` as JSON to `path`.
+    pub async fn post(&self, path: &str, body: &Value) -> Resp {
+        self.send(
+            self.http
+                .post(format!("{}{path}", self.base))
+                .bearer_auth(&self.token)
+                .json(body),
+        )
+        .await
+    }
+
     pub async fn pull(&self, project: &str, since: i64) -> Resp {
         self.send(self.get(&format!("/v1/projects/{project}/changes?since={since}")))
             .await
@@ -589,4 +605,71 @@ pub async fn assert_no_row_contains(db: &TestDb, needle: &str) -> usize {
         assert_eq!(hits, 0, "table {t} holds the text");
     }
     tables.len()
+}
+
+/// A fake memsync server that answers every pull with `changes` (for what only a hostile server
+/// would send). Returns its base URL.
+pub async fn hostile_server(changes: Value) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let changes = changes.clone();
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut buf = vec![0u8; 65536];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                let body = if head.starts_with("GET /v1/projects/acme/api/changes") {
+                    serde_json::json!({ "project": "acme/api", "revision": 9, "since": 0, "changes": changes })
+                        .to_string()
+                } else {
+                    serde_json::json!({ "error": { "code": "not_found", "message": "nope", "details": {} } })
+                        .to_string()
+                };
+                let status = if head.starts_with("GET /v1/projects/acme/api/changes") {
+                    "200 OK"
+                } else {
+                    "404 Not Found"
+                };
+                let resp = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+pub fn file_state(path: &str, content: &str) -> Value {
+    serde_json::json!({
+        "path": path, "revision": 9, "deleted": false,
+        "sha256": memsync_core::Sha256::of(content.as_bytes()).to_hex(),
+        "content": content, "author": "mallory", "updated_at": "2026-11-30T00:00:00Z",
+    })
+}
+
+pub fn run_env(user_home: &Path, repo: &Path, server: &str, args: &[&str]) -> Run {
+    let out = std::process::Command::new(bin_path("memsync"))
+        .args(args)
+        .current_dir(repo)
+        .env("HOME", user_home)
+        .env("MEMSYNC_SERVER", server)
+        .env("MEMSYNC_TOKEN", "test-token")
+        .env("MEMSYNC_PROJECT", "acme/api")
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }

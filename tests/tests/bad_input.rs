@@ -247,7 +247,7 @@ async fn bad_pushes_are_refused_with_clear_errors_and_store_nothing() {
     let r = alice
         .send(alice.get(&format!("/v1/projects/{P}/changes?since=1&since=2")))
         .await;
-    assert_eq!((r.status, r.code()), (400, "invalid_request"), "{}", r.text);
+    assert_eq!((r.status, r.code()), (400, "invalid_query"), "{}", r.text);
     let r = alice
         .send(alice.get("/v1/projects/acme/%FFsecretvalue/changes"))
         .await;

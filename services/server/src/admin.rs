@@ -5,14 +5,14 @@
 use memsync_core::wire::{PushChange, PushOp, PushRequest, PushResponse};
 use memsync_core::{MemoryPath, ProjectId, Sha256};
 use serde_json::json;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::store::audit::{self, AuditEvent};
 use crate::store::history::{self, AuditFilter, AuditRow, ProjectRow, Version};
 use crate::store::memories;
-use crate::sync::{self, PushMeta, PushOutcome, SyncLimits};
+use crate::sync::{self, PushMeta, SyncLimits};
 
 /// The project, if the caller administers its team (otherwise "not found", like any project
 /// the caller cannot reach).
@@ -85,8 +85,8 @@ pub async fn history(pool: &PgPool, project: &ProjectId, path: &str) -> ApiResul
 
 /// Audits an action of `principal` on `project`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn audit_event(
-    pool: &PgPool,
+pub(crate) async fn audit_event<'e>(
+    db: impl sqlx::PgExecutor<'e>,
     principal: &Principal,
     project: &ProjectId,
     action: &str,
@@ -96,7 +96,7 @@ pub(crate) async fn audit_event(
     details: serde_json::Value,
 ) -> ApiResult<()> {
     audit::record(
-        pool,
+        db,
         &AuditEvent {
             team: Some(project.team()),
             project: Some(project.as_str()),
@@ -206,101 +206,131 @@ fn require_reason(reason: &str) -> ApiResult<&str> {
     Ok(r)
 }
 
-/// Writes through the sync engine, so a delete or restore is one ordinary revision: indexes kept
-/// consistent, conflicts impossible (the base is the current version), audited.
+/// Who acts, where, and why: what every admin write carries into its audit row.
+pub struct AdminAct<'a> {
+    pub principal: &'a Principal,
+    pub project: &'a ProjectId,
+    pub reason: &'a str,
+    pub request_id: Option<&'a str>,
+}
+
+impl AdminAct<'_> {
+    fn meta(&self) -> PushMeta<'_> {
+        PushMeta {
+            project: self.project,
+            principal: self.principal,
+            request_id: self.request_id,
+            idempotency_key: None,
+            request_hash: String::new(),
+        }
+    }
+
+    async fn audit(
+        &self,
+        tx: &mut PgConnection,
+        action: &str,
+        path: &MemoryPath,
+        revision: Option<i64>,
+        details: serde_json::Value,
+    ) -> ApiResult<()> {
+        audit_event(
+            &mut *tx,
+            self.principal,
+            self.project,
+            action,
+            Some(path.as_str()),
+            revision,
+            self.request_id,
+            details,
+        )
+        .await
+    }
+}
+
+/// Writes through the sync engine inside `tx`, so a delete or restore is one ordinary revision
+/// (indexes kept consistent, guards applied), committed together with the admin's audit row.
 async fn write_as_admin(
+    tx: &mut PgConnection,
     pool: &PgPool,
     limits: SyncLimits,
-    principal: &Principal,
-    project: &ProjectId,
+    act: &AdminAct<'_>,
     change: PushChange,
-    request_id: Option<&str>,
 ) -> ApiResult<PushResponse> {
     let req = PushRequest {
         changes: vec![change],
         allow_mass_delete: true,
+        // Restoring an older version is the admin's explicit choice.
+        allow_purged: true,
     };
-    let meta = PushMeta {
-        project,
-        principal,
-        request_id,
-        idempotency_key: None,
-        request_hash: String::new(),
-    };
-    match sync::push(pool, limits, meta, req).await? {
-        PushOutcome::Applied(r) => Ok(r),
-        PushOutcome::Replayed(..) => Err(ApiError::Internal(anyhow::anyhow!(
-            "an admin write was replayed"
-        ))),
+    sync::push_in(tx, pool, limits, &act.meta(), &req).await
+}
+
+/// The live version's hash of `path`, or "not found".
+async fn live_sha(pool: &PgPool, project: &ProjectId, path: &MemoryPath) -> ApiResult<Sha256> {
+    stored_state(pool, project, path)
+        .await?
+        .get(path.as_str())
+        .filter(|s| !s.deleted)
+        .and_then(|s| s.sha256)
+        .ok_or_else(|| ApiError::NotFound(format!("{project} has no live {path}")))
+}
+
+fn memory_path(path: &str, what: &str) -> ApiResult<MemoryPath> {
+    let path = parse_path(path)?;
+    if path.is_index() {
+        return Err(ApiError::bad_request(
+            "invalid_path",
+            format!("indexes follow their memories; {what} the memory instead"),
+        ));
     }
+    Ok(path)
 }
 
 pub async fn delete(
     pool: &PgPool,
     limits: SyncLimits,
-    principal: &Principal,
-    project: &ProjectId,
+    act: &AdminAct<'_>,
     path: &str,
-    reason: &str,
-    request_id: Option<&str>,
 ) -> ApiResult<PushResponse> {
-    let reason = require_reason(reason)?;
-    let path = parse_path(path)?;
-    if path.is_index() {
-        return Err(ApiError::bad_request(
-            "invalid_path",
-            "indexes follow their memories; delete the memory instead",
-        ));
-    }
-    let current = stored_state(pool, project, &path).await?;
-    let Some(sha) = current
-        .get(path.as_str())
-        .filter(|s| !s.deleted)
-        .and_then(|s| s.sha256)
-    else {
-        return Err(ApiError::NotFound(format!("{project} has no live {path}")));
-    };
+    let reason = require_reason(act.reason)?;
+    let path = memory_path(path, "delete")?;
+    let sha = live_sha(pool, act.project, &path).await?;
+    let mut tx = pool.begin().await?;
     let resp = write_as_admin(
+        &mut tx,
         pool,
         limits,
-        principal,
-        project,
+        act,
         PushChange {
             path: path.to_string(),
             op: PushOp::Delete,
             base_sha256: Some(sha),
             content: None,
         },
-        request_id,
     )
     .await?;
-    audit_event(
-        pool,
-        principal,
-        project,
+    act.audit(
+        &mut tx,
         "admin_delete",
-        Some(path.as_str()),
+        &path,
         Some(resp.revision),
-        request_id,
         json!({ "reason": reason }),
     )
     .await?;
+    tx.commit().await?;
     Ok(resp)
 }
 
-#[allow(clippy::too_many_arguments)]
 pub async fn restore(
     pool: &PgPool,
     limits: SyncLimits,
-    principal: &Principal,
-    project: &ProjectId,
+    act: &AdminAct<'_>,
     path: &str,
     revision: i64,
-    reason: &str,
-    request_id: Option<&str>,
 ) -> ApiResult<PushResponse> {
-    let reason = require_reason(reason)?;
+    let reason = require_reason(act.reason)?;
     let path = parse_path(path)?;
+    let project = act.project;
     let (_, content) = history::version_at(pool, project, path.as_str(), revision)
         .await?
         .ok_or_else(|| {
@@ -314,94 +344,111 @@ pub async fn restore(
             format!("the version of {path} at revision {revision} is a deletion or was purged"),
         ));
     };
-    let current = stored_state(pool, project, &path).await?;
-    let base: Option<Sha256> = current
+    let base: Option<Sha256> = stored_state(pool, project, &path)
+        .await?
         .get(path.as_str())
         .filter(|s| !s.deleted)
         .and_then(|s| s.sha256);
+    let mut tx = pool.begin().await?;
     let resp = write_as_admin(
+        &mut tx,
         pool,
         limits,
-        principal,
-        project,
+        act,
         PushChange {
             path: path.to_string(),
             op: PushOp::Put,
             base_sha256: base,
             content: Some(content),
         },
-        request_id,
     )
     .await?;
-    audit_event(
-        pool,
-        principal,
-        project,
+    act.audit(
+        &mut tx,
         "admin_restore",
-        Some(path.as_str()),
+        &path,
         Some(resp.revision),
-        request_id,
         json!({ "reason": reason, "from_revision": revision }),
     )
     .await?;
+    tx.commit().await?;
     Ok(resp)
 }
 
 /// Erases a path's content from every stored version (and every stored push answer), after
-/// deleting it for everyone. The audit log keeps who purged which path and why, not the content.
+/// deleting it for everyone, in one transaction with its audit rows: either all of it happened
+/// or none. The audit log keeps who purged which path and why, not the content.
+/// What a committed purge did.
+pub struct Purged {
+    pub versions: u64,
+    /// False when the git export could not be rewritten yet: its history still holds the content
+    /// until the exporter retries the rewrite.
+    pub export_rewritten: bool,
+}
+
 pub async fn purge(
     pool: &PgPool,
     limits: SyncLimits,
-    principal: &Principal,
-    project: &ProjectId,
+    act: &AdminAct<'_>,
     path: &str,
-    reason: &str,
-    request_id: Option<&str>,
-) -> ApiResult<u64> {
-    let reason = require_reason(reason)?;
-    let p = parse_path(path)?;
-    if p.is_index() {
-        return Err(ApiError::bad_request(
-            "invalid_path",
-            "indexes are rebuilt from the memories; purge the memory instead",
-        ));
-    }
-    let live = stored_state(pool, project, &p).await?;
-    if live.is_empty() {
+) -> ApiResult<Purged> {
+    let reason = require_reason(act.reason)?;
+    let p = memory_path(path, "purge")?;
+    let project = act.project;
+    let stored = stored_state(pool, project, &p).await?;
+    let Some(state) = stored.get(p.as_str()) else {
         return Err(ApiError::NotFound(format!("{project} never had {p}")));
-    }
-    if live.get(p.as_str()).is_some_and(|s| !s.deleted) {
-        delete(
+    };
+    let mut tx = pool.begin().await?;
+    if !state.deleted {
+        let resp = write_as_admin(
+            &mut tx,
             pool,
             limits,
-            principal,
-            project,
-            p.as_str(),
-            reason,
-            request_id,
+            act,
+            PushChange {
+                path: p.to_string(),
+                op: PushOp::Delete,
+                base_sha256: state.sha256,
+                content: None,
+            },
+        )
+        .await?;
+        act.audit(
+            &mut tx,
+            "admin_delete",
+            &p,
+            Some(resp.revision),
+            json!({ "reason": reason }),
         )
         .await?;
     }
-    let mut tx = pool.begin().await?;
-    let n = history::purge_versions(&mut tx, project, p.as_str()).await?;
-    // In the same transaction: once the purge is committed, the git export's rewrite cannot be
-    // forgotten.
+    let n =
+        history::purge_versions(&mut tx, project, p.as_str(), &act.principal.claims.sub).await?;
+    // Once the purge is committed, the git export's rewrite cannot be forgotten.
     crate::export::request_rebuild(&mut tx, project).await?;
-    tx.commit().await?;
-    audit_event(
-        pool,
-        principal,
-        project,
+    act.audit(
+        &mut tx,
         "purge",
-        Some(p.as_str()),
+        &p,
         None,
-        request_id,
         json!({ "reason": reason, "versions": n }),
     )
     .await?;
-    // The git export's history still holds the content: rewrite it from Postgres now.
-    crate::export::rewrite_after_purge(pool, project).await?;
-    Ok(n)
+    tx.commit().await?;
+    // The git export's history still holds the content: rewrite it from Postgres now. The purge
+    // is done whatever happens here; a failed rewrite is retried from the rebuild request.
+    let export_rewritten = match crate::export::rewrite_after_purge(pool, project).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, %project, "rewriting the git export after a purge failed; the exporter retries it");
+            false
+        }
+    };
+    Ok(Purged {
+        versions: n,
+        export_rewritten,
+    })
 }
 
 pub async fn projects(pool: &PgPool, principal: &Principal) -> ApiResult<Vec<ProjectRow>> {

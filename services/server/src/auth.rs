@@ -87,7 +87,7 @@ impl Keys {
     }
 
     pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map(|data| data.claims)
             .map_err(|e| {
                 use jsonwebtoken::errors::ErrorKind as K;
@@ -103,7 +103,19 @@ impl Keys {
                     _ => "the token is malformed",
                 };
                 ApiError::Unauthenticated(why.into())
-            })
+            })?;
+        // Claims end up in the audit log and in stored rows: they are text like any other.
+        let texts = [Some(&claims.sub), Some(&claims.name), claims.email.as_ref()];
+        if texts
+            .into_iter()
+            .flatten()
+            .any(|t| memsync_core::text::Text::new(t.as_str()).is_err())
+        {
+            return Err(ApiError::Unauthenticated(
+                "the token's user name or email contains control characters".into(),
+            ));
+        }
+        Ok(claims)
     }
 }
 

@@ -27,6 +27,9 @@ pub enum ApiError {
     Conflict { message: String, details: Value },
     #[error("{message}")]
     FeedbackConflict { message: String, details: Value },
+    /// The thing asked for existed and is gone for good (a purged push, replayed).
+    #[error("{message}")]
+    Gone { code: &'static str, message: String },
     #[error("{0}")]
     PayloadTooLarge(String),
     #[error("{0}")]
@@ -55,6 +58,7 @@ impl ApiError {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Conflict { .. } | ApiError::FeedbackConflict { .. } => StatusCode::CONFLICT,
+            ApiError::Gone { .. } => StatusCode::GONE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
@@ -68,7 +72,9 @@ impl ApiError {
             ApiError::Unauthenticated(_) => "unauthenticated",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
-            ApiError::BadRequest { code, .. } | ApiError::Unprocessable { code, .. } => code,
+            ApiError::BadRequest { code, .. }
+            | ApiError::Unprocessable { code, .. }
+            | ApiError::Gone { code, .. } => code,
             ApiError::Conflict { .. } => "conflict",
             ApiError::FeedbackConflict { .. } => "feedback_conflict",
             ApiError::PayloadTooLarge(_) => "payload_too_large",

@@ -35,13 +35,7 @@ pub async fn add(
     request_id: Option<&str>,
 ) -> ApiResult<bool> {
     require_admin(principal, project)?;
-    let fp = req.fingerprint.trim();
-    if fp.len() != 64 || !fp.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        return Err(ApiError::bad_request(
-            "invalid_fingerprint",
-            "a fingerprint is the 64 lowercase hex characters a refused push reported",
-        ));
-    }
+    let fp = fingerprint(&req.fingerprint)?;
     let reason = req.reason.trim();
     if reason.is_empty() || reason.len() > 500 {
         return Err(ApiError::bad_request(
@@ -62,9 +56,10 @@ pub async fn add(
     {
         return Err(crate::sync::not_found(project));
     }
-    let added = allowlist::add(pool, project, fp, rule, reason, &principal.claims.sub).await?;
+    let mut tx = pool.begin().await?;
+    let added = allowlist::add(&mut *tx, project, fp, rule, reason, &principal.claims.sub).await?;
     crate::admin::audit_event(
-        pool,
+        &mut *tx,
         principal,
         project,
         "allowlist_add",
@@ -74,6 +69,7 @@ pub async fn add(
         json!({ "fingerprint": fp, "rule": rule, "reason": reason, "new": added }),
     )
     .await?;
+    tx.commit().await?;
     Ok(added)
 }
 
@@ -85,13 +81,15 @@ pub async fn remove(
     request_id: Option<&str>,
 ) -> ApiResult<()> {
     require_admin(principal, project)?;
-    if !allowlist::remove(pool, project, fingerprint).await? {
+    let fingerprint = self::fingerprint(fingerprint)?;
+    let mut tx = pool.begin().await?;
+    if !allowlist::remove(&mut *tx, project, fingerprint).await? {
         return Err(ApiError::NotFound(format!(
             "{project} has no allowlist entry {fingerprint}"
         )));
     }
     crate::admin::audit_event(
-        pool,
+        &mut *tx,
         principal,
         project,
         "allowlist_remove",
@@ -100,5 +98,19 @@ pub async fn remove(
         request_id,
         json!({ "fingerprint": fingerprint }),
     )
-    .await
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A finding's fingerprint: 64 lowercase hex characters.
+fn fingerprint(fp: &str) -> ApiResult<&str> {
+    let fp = fp.trim();
+    if fp.len() != 64 || !fp.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(ApiError::bad_request(
+            "invalid_fingerprint",
+            "a fingerprint is the 64 lowercase hex characters a refused push reported",
+        ));
+    }
+    Ok(fp)
 }

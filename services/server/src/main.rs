@@ -11,6 +11,7 @@ mod http;
 mod store;
 mod sync;
 mod telemetry;
+mod tokens;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -19,10 +20,11 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Parser;
 use memsync_core::project::valid_segment;
+use memsync_core::text::Text;
 use memsync_core::wire::TeamRole;
 use uuid::Uuid;
 
-use crate::auth::{Claims, Keys, Revocations};
+use crate::auth::{Keys, Revocations};
 use crate::config::{Cli, Command, Config, ExportCommand, TokenCommand};
 use crate::db::Database;
 
@@ -235,54 +237,38 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
         let operator = std::env::var("USER").unwrap_or_else(|_| "cli".into());
         match cmd {
             TokenCommand::Issue(args) => {
-                if args.user.trim().is_empty() || args.user.len() > 200 {
-                    bail!("--user must be 1-200 characters");
-                }
-                let teams = parse_teams(&args.teams)?;
-                if teams.is_empty() && !args.admin {
+                let by = format!("cli:{operator}");
+                if args.teams.is_empty() && !args.admin {
                     bail!("a token needs at least one --team TEAM (or --admin), or it can reach nothing");
                 }
-                let now = chrono::Utc::now().timestamp();
-                let ttl = i64::try_from(args.ttl.as_secs()).unwrap_or(i64::MAX / 2);
-                if ttl <= 0 {
-                    bail!("--ttl must be positive, e.g. 90d");
-                }
-                let claims = Claims {
-                    sub: args.user.clone(),
-                    name: args.user,
-                    email: args.email,
-                    teams,
+                let req = tokens::IssueRequest {
+                    user: Text::new(args.user).context("--user")?,
+                    email: args.email.map(Text::new).transpose().context("--email")?,
+                    teams: parse_teams(&args.teams)?,
                     admin: args.admin,
-                    jti: Uuid::new_v4(),
-                    iat: now,
-                    exp: now.saturating_add(ttl),
-                    iss: keys.issuer.clone(),
-                    aud: keys.audience.clone(),
+                    ttl_secs: i64::try_from(args.ttl.as_secs()).unwrap_or(i64::MAX / 2),
                 };
-                let token = keys.sign(&claims)?;
-                store::tokens::insert(&db.pool, &claims, &format!("cli:{operator}")).await?;
-                store::audit::record(
-                    &db.pool,
-                    &store::audit::AuditEvent {
-                        team: None,
-                        project: None,
-                        actor_sub: &format!("cli:{operator}"),
-                        actor_name: None,
-                        action: "token_issue",
-                        path: None,
-                        revision: None,
-                        request_id: None,
-                        details: serde_json::json!({ "jti": claims.jti, "sub": claims.sub, "teams": claims.teams, "admin": claims.admin, "exp": claims.exp }),
-                    },
-                )
-                .await?;
-                eprintln!("memsync-server: issued token {} for {}", claims.jti, claims.sub);
+                let actor = tokens::Actor {
+                    sub: &by,
+                    name: None,
+                    request_id: None,
+                };
+                let (token, claims) = tokens::issue(&db.pool, &keys, &actor, req)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                eprintln!(
+                    "memsync-server: issued token {} for {}",
+                    claims.jti, claims.sub
+                );
                 println!("{token}");
             }
             TokenCommand::List { all, json } => {
                 let tokens = store::tokens::list(&db.pool, all).await?;
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "tokens": tokens }))?);
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&serde_json::json!({ "tokens": tokens }))?
+                    );
                 } else if tokens.is_empty() {
                     println!("no tokens");
                 } else {
@@ -311,27 +297,20 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
                     .parse()
                     .context("a token id is a UUID, as shown by `memsync-server token list`")?;
                 let by = format!("cli:{operator}");
-                match store::tokens::revoke(&db.pool, jti, &by).await? {
+                let actor = tokens::Actor {
+                    sub: &by,
+                    name: None,
+                    request_id: None,
+                };
+                match tokens::revoke(&db.pool, jti, &actor)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{e}"))?
+                {
                     store::tokens::Revoked::Unknown => bail!("no token with id {jti}"),
-                    store::tokens::Revoked::Already => eprintln!("memsync-server: token {jti} was already revoked"),
-                    store::tokens::Revoked::Now => {
-                        store::audit::record(
-                            &db.pool,
-                            &store::audit::AuditEvent {
-                                team: None,
-                                project: None,
-                                actor_sub: &by,
-                                actor_name: None,
-                                action: "token_revoke",
-                                path: None,
-                                revision: None,
-                                request_id: None,
-                                details: serde_json::json!({ "jti": jti }),
-                            },
-                        )
-                        .await?;
-                        eprintln!("memsync-server: revoked token {jti}");
+                    store::tokens::Revoked::Already => {
+                        eprintln!("memsync-server: token {jti} was already revoked")
                     }
+                    store::tokens::Revoked::Now => eprintln!("memsync-server: revoked token {jti}"),
                 }
             }
         }

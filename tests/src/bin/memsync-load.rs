@@ -600,6 +600,7 @@ async fn seed(
                 &PushRequest {
                     changes,
                     allow_mass_delete: false,
+                    allow_purged: false,
                 },
             )
             .await?;
@@ -618,6 +619,7 @@ async fn seed(
                 &PushRequest {
                     changes: vec![put(path, base, content)],
                     allow_mass_delete: false,
+                    allow_purged: false,
                 },
             )
             .await?;
@@ -758,6 +760,7 @@ async fn push_one(
     let request = PushRequest {
         changes: vec![put(path.to_string(), *base, content)],
         allow_mass_delete: false,
+        allow_purged: false,
     };
     let resp = api
         .http

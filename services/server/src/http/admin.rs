@@ -1,26 +1,29 @@
 //! `/v1/admin`: thin handlers over `crate::admin` and the token store.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use memsync_core::wire::{AdminPathAction, AdminRestore, TokenIssue, TokenIssued};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{AppState, JsonBody, request_id};
+use memsync_core::text::Text;
+
+use super::{AppState, JsonBody, QueryParams, request_id};
 use crate::admin;
-use crate::auth::{Claims, Principal};
+use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::store::history::AuditFilter;
+use crate::tokens;
 
 #[derive(Debug, Deserialize)]
 pub struct AuditQuery {
-    team: Option<String>,
-    project: Option<String>,
-    actor: Option<String>,
-    action: Option<String>,
-    path: Option<String>,
+    team: Option<Text>,
+    project: Option<Text>,
+    actor: Option<Text>,
+    action: Option<Text>,
+    path: Option<Text>,
     since: Option<String>,
     until: Option<String>,
     cursor: Option<i64>,
@@ -47,15 +50,15 @@ fn time(s: &Option<String>, what: &str) -> ApiResult<Option<chrono::DateTime<chr
 pub async fn audit(
     State(state): State<AppState>,
     principal: Principal,
-    Query(q): Query<AuditQuery>,
+    QueryParams(q): QueryParams<AuditQuery>,
 ) -> ApiResult<Response> {
     let filter = AuditFilter {
         teams: None,
-        team: q.team.clone(),
-        project: q.project.clone(),
-        actor: q.actor.clone(),
-        action: q.action.clone(),
-        path: q.path.clone(),
+        team: q.team.clone().map(Text::into_string),
+        project: q.project.clone().map(Text::into_string),
+        actor: q.actor.clone().map(Text::into_string),
+        action: q.action.clone().map(Text::into_string),
+        path: q.path.clone().map(Text::into_string),
         since: time(&q.since, "since")?,
         until: time(&q.until, "until")?,
         before_id: q.cursor,
@@ -155,7 +158,7 @@ pub async fn archive(
 
 #[derive(Debug, Deserialize)]
 pub struct PathQuery {
-    path: String,
+    path: Text,
     revision: Option<i64>,
     from: Option<i64>,
     to: Option<i64>,
@@ -165,7 +168,7 @@ pub async fn history(
     State(state): State<AppState>,
     principal: Principal,
     Path((team, name)): Path<(String, String)>,
-    Query(q): Query<PathQuery>,
+    QueryParams(q): QueryParams<PathQuery>,
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
     let versions = admin::history(&state.pool, &project, &q.path).await?;
@@ -179,7 +182,7 @@ pub async fn version(
     State(state): State<AppState>,
     principal: Principal,
     Path((team, name)): Path<(String, String)>,
-    Query(q): Query<PathQuery>,
+    QueryParams(q): QueryParams<PathQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
@@ -205,7 +208,7 @@ pub async fn diff(
     State(state): State<AppState>,
     principal: Principal,
     Path((team, name)): Path<(String, String)>,
-    Query(q): Query<PathQuery>,
+    QueryParams(q): QueryParams<PathQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
@@ -237,16 +240,13 @@ pub async fn delete(
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
     let b = body.value;
-    let r = admin::delete(
-        &state.pool,
-        state.limits,
-        &principal,
-        &project,
-        &b.path,
-        &b.reason,
-        request_id(&headers),
-    )
-    .await?;
+    let act = admin::AdminAct {
+        principal: &principal,
+        project: &project,
+        reason: &b.reason,
+        request_id: request_id(&headers),
+    };
+    let r = admin::delete(&state.pool, state.limits, &act, &b.path).await?;
     Ok(Json(r).into_response())
 }
 
@@ -259,17 +259,13 @@ pub async fn restore(
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
     let b = body.value;
-    let r = admin::restore(
-        &state.pool,
-        state.limits,
-        &principal,
-        &project,
-        &b.path,
-        b.revision,
-        &b.reason,
-        request_id(&headers),
-    )
-    .await?;
+    let act = admin::AdminAct {
+        principal: &principal,
+        project: &project,
+        reason: &b.reason,
+        request_id: request_id(&headers),
+    };
+    let r = admin::restore(&state.pool, state.limits, &act, &b.path, b.revision).await?;
     Ok(Json(r).into_response())
 }
 
@@ -282,20 +278,20 @@ pub async fn purge(
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
     let b = body.value;
-    let n = admin::purge(
-        &state.pool,
-        state.limits,
-        &principal,
-        &project,
-        &b.path,
-        &b.reason,
-        request_id(&headers),
-    )
-    .await?;
-    Ok(
-        Json(json!({ "project": project.as_str(), "path": b.path, "versions_purged": n }))
-            .into_response(),
-    )
+    let act = admin::AdminAct {
+        principal: &principal,
+        project: &project,
+        reason: &b.reason,
+        request_id: request_id(&headers),
+    };
+    let p = admin::purge(&state.pool, state.limits, &act, &b.path).await?;
+    Ok(Json(json!({
+        "project": project.as_str(),
+        "path": b.path,
+        "versions_purged": p.versions,
+        "export_rewritten": p.export_rewritten,
+    }))
+    .into_response())
 }
 
 fn server_admin(principal: &Principal) -> ApiResult<()> {
@@ -322,58 +318,19 @@ pub async fn token_issue(
 ) -> ApiResult<Response> {
     server_admin(&principal)?;
     let b = body.value;
-    if b.user.trim().is_empty() || b.user.len() > 200 {
-        return Err(ApiError::bad_request(
-            "invalid_user",
-            "`user` must be 1-200 characters",
-        ));
-    }
-    if b.teams
-        .keys()
-        .any(|t| !memsync_core::project::valid_segment(t))
-    {
-        return Err(ApiError::bad_request(
-            "invalid_team",
-            "team names are lowercase letters, digits, `.`, `_` or `-`",
-        ));
-    }
-    if b.teams.is_empty() && !b.admin {
-        return Err(ApiError::bad_request(
-            "no_scope",
-            "a token needs at least one team (or admin), or it can reach nothing",
-        ));
-    }
-    let days = i64::from(b.ttl_days.unwrap_or(90).clamp(1, 3650));
-    let now = chrono::Utc::now().timestamp();
-    let claims = Claims {
-        sub: b.user.clone(),
-        name: b.user,
+    let actor = tokens::Actor {
+        sub: &principal.claims.sub,
+        name: Some(&principal.claims.name),
+        request_id: request_id(&headers),
+    };
+    let req = tokens::IssueRequest {
+        user: b.user,
         email: b.email,
         teams: b.teams,
         admin: b.admin,
-        jti: uuid::Uuid::new_v4(),
-        iat: now,
-        exp: now + days * 86_400,
-        iss: state.keys.issuer.clone(),
-        aud: state.keys.audience.clone(),
+        ttl_secs: i64::from(b.ttl_days.unwrap_or(90).clamp(1, 3650)) * 86_400,
     };
-    let token = state.keys.sign(&claims)?;
-    crate::store::tokens::insert(&state.pool, &claims, &principal.claims.sub).await?;
-    crate::store::audit::record(
-        &state.pool,
-        &crate::store::audit::AuditEvent {
-            team: None,
-            project: None,
-            actor_sub: &principal.claims.sub,
-            actor_name: Some(&principal.claims.name),
-            action: "token_issue",
-            path: None,
-            revision: None,
-            request_id: request_id(&headers),
-            details: json!({ "jti": claims.jti, "sub": claims.sub, "teams": claims.teams, "admin": claims.admin, "exp": claims.exp }),
-        },
-    )
-    .await?;
+    let (token, claims) = tokens::issue(&state.pool, &state.keys, &actor, req).await?;
     Ok((
         StatusCode::CREATED,
         Json(TokenIssued {
@@ -398,29 +355,17 @@ pub async fn token_revoke(
             "a token id is a UUID, as listed by GET /v1/admin/tokens",
         )
     })?;
-    match crate::store::tokens::revoke(&state.pool, jti, &principal.claims.sub).await? {
+    let actor = tokens::Actor {
+        sub: &principal.claims.sub,
+        name: Some(&principal.claims.name),
+        request_id: request_id(&headers),
+    };
+    match tokens::revoke(&state.pool, jti, &actor).await? {
         crate::store::tokens::Revoked::Unknown => {
             return Err(ApiError::NotFound(format!("no token {jti}")));
         }
         crate::store::tokens::Revoked::Already => {}
-        crate::store::tokens::Revoked::Now => {
-            state.revocations.insert(jti);
-            crate::store::audit::record(
-                &state.pool,
-                &crate::store::audit::AuditEvent {
-                    team: None,
-                    project: None,
-                    actor_sub: &principal.claims.sub,
-                    actor_name: Some(&principal.claims.name),
-                    action: "token_revoke",
-                    path: None,
-                    revision: None,
-                    request_id: request_id(&headers),
-                    details: json!({ "jti": jti }),
-                },
-            )
-            .await?;
-        }
+        crate::store::tokens::Revoked::Now => state.revocations.insert(jti),
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -2,9 +2,11 @@
 //! wrong shape) is a clear JSON error, never axum's plain-text rejection.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::header;
+use axum::http::request::Parts;
 use memsync_core::Sha256;
+use memsync_core::text::TEXT_ERROR_PREFIX;
 use serde::de::DeserializeOwned;
 
 use super::AppState;
@@ -69,11 +71,18 @@ where
         let value = serde_json::from_slice(&bytes).map_err(|e| {
             // serde_json's message names the line, column and the expected shape; quoted values
             // in it are cut so that content (maybe a secret) is never echoed.
+            let msg = e.to_string();
+            if msg.starts_with(TEXT_ERROR_PREFIX) {
+                return ApiError::bad_request(
+                    "invalid_text",
+                    format!("a text field of the request body is not acceptable: {msg}"),
+                );
+            }
             ApiError::bad_request(
                 "malformed_json",
                 format!(
                     "the request body is not the expected JSON: {}",
-                    redact_quoted(&e.to_string())
+                    redact_quoted(&msg)
                 ),
             )
         })?;
@@ -81,6 +90,40 @@ where
             value,
             sha256: Sha256::of(&bytes),
         })
+    }
+}
+
+/// Query parameters whose every failure (a value of the wrong type, text with NUL or control
+/// characters) is a clear JSON 400, like a body's.
+pub struct QueryParams<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for QueryParams<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        match Query::<T>::try_from_uri(&parts.uri) {
+            Ok(Query(v)) => Ok(QueryParams(v)),
+            Err(e) => {
+                let msg = e.body_text();
+                Err(match msg.find(TEXT_ERROR_PREFIX) {
+                    Some(i) => ApiError::bad_request(
+                        "invalid_text",
+                        format!("a query parameter is not acceptable: {}", &msg[i..]),
+                    ),
+                    None => ApiError::bad_request(
+                        "invalid_query",
+                        format!(
+                            "the query string is not what this route takes: {}",
+                            redact_quoted(&msg)
+                        ),
+                    ),
+                })
+            }
+        }
     }
 }
 

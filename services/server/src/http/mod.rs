@@ -8,7 +8,7 @@ pub mod metrics;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, post};
@@ -25,7 +25,7 @@ use crate::auth::{Keys, Principal, Revocations};
 use crate::error::{ApiError, ApiResult};
 use crate::export::http::{self as git, GitPrincipal};
 use crate::sync::{self, Pull, PushMeta, PushOutcome, SyncLimits};
-pub use body::JsonBody;
+pub use body::{JsonBody, QueryParams};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -280,7 +280,7 @@ async fn pull(
     State(state): State<AppState>,
     principal: Principal,
     Path((team, name)): Path<(String, String)>,
-    Query(q): Query<PullQuery>,
+    QueryParams(q): QueryParams<PullQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let project = reachable(&principal, &team, &name)?;
@@ -450,7 +450,7 @@ async fn allowlist_remove(
 async fn git_info_refs(
     GitPrincipal(principal): GitPrincipal,
     Path((team, repo)): Path<(String, String)>,
-    Query(q): Query<git::InfoRefsQuery>,
+    QueryParams(q): QueryParams<git::InfoRefsQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let project = reachable(&principal, &team, git::project_name(&repo))?;

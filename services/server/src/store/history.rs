@@ -115,7 +115,21 @@ pub async fn purge_versions(
     conn: &mut PgConnection,
     project: &ProjectId,
     path: &str,
+    purged_by: &str,
 ) -> sqlx::Result<u64> {
+    // Remember what was erased, so that the same content cannot be pushed back.
+    sqlx::query(
+        "INSERT INTO purged_content (team, project, sha256, path, purged_by)
+         SELECT DISTINCT team, project, sha256, path, $4 FROM memory_versions
+         WHERE team = $1 AND project = $2 AND path = $3 AND sha256 IS NOT NULL
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(path)
+    .bind(purged_by)
+    .execute(&mut *conn)
+    .await?;
     let r = sqlx::query(
         "UPDATE memory_versions SET content = NULL, sha256 = NULL, size = 0, purged = true
          WHERE team = $1 AND project = $2 AND path = $3",
@@ -125,9 +139,11 @@ pub async fn purge_versions(
     .bind(path)
     .execute(&mut *conn)
     .await?;
-    // Stored push answers carry file contents: drop every one that mentions the path.
+    // Stored push answers carry file contents: empty every one that mentions the path, and mark
+    // it purged, so that a retry with its key is answered "purged" instead of applied again.
     sqlx::query(
-        "DELETE FROM idempotency_keys WHERE team = $1 AND project = $2
+        "UPDATE idempotency_keys SET response = '{}'::jsonb, purged = true
+         WHERE team = $1 AND project = $2
          AND jsonb_path_exists(response, '$.changes[*] ? (@.path == $p)', jsonb_build_object('p', $3::text))",
     )
     .bind(project.team())
@@ -136,6 +152,23 @@ pub async fn purge_versions(
     .execute(&mut *conn)
     .await?;
     Ok(r.rows_affected())
+}
+
+/// Which of `hashes` an admin purged from `project`, with the path each was purged from.
+pub async fn purged_hashes<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    hashes: &[String],
+) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT sha256, path FROM purged_content
+         WHERE team = $1 AND project = $2 AND sha256 = ANY($3)",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(hashes)
+    .fetch_all(db)
+    .await
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -8,6 +8,8 @@ pub struct Stored {
     pub request_hash: String,
     pub status: i16,
     pub response: serde_json::Value,
+    /// The push's answer carried content that an admin purged since: it is not replayed.
+    pub purged: bool,
 }
 
 pub async fn find<'e>(
@@ -16,8 +18,8 @@ pub async fn find<'e>(
     sub: &str,
     key: &str,
 ) -> sqlx::Result<Option<Stored>> {
-    let row: Option<(String, i16, serde_json::Value)> = sqlx::query_as(
-        "SELECT request_hash, status, response FROM idempotency_keys
+    let row: Option<(String, i16, serde_json::Value, bool)> = sqlx::query_as(
+        "SELECT request_hash, status, response, purged FROM idempotency_keys
          WHERE team = $1 AND project = $2 AND sub = $3 AND key = $4",
     )
     .bind(project.team())
@@ -26,10 +28,11 @@ pub async fn find<'e>(
     .bind(key)
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|(request_hash, status, response)| Stored {
+    Ok(row.map(|(request_hash, status, response, purged)| Stored {
         request_hash,
         status,
         response,
+        purged,
     }))
 }
 

@@ -200,6 +200,29 @@ pub async fn current(
     Ok(rows.into_iter().map(stored_from_row).collect())
 }
 
+/// Live paths that may collide on disk with new ones: those whose lower-cased form is one of
+/// `exact` or starts with one of `prefixes` (see `memsync_core::tree::PathTree::lookup_keys`).
+pub async fn clash_candidates(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    exact: &[String],
+    prefixes: &[String],
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT path FROM memories
+         WHERE team = $1 AND project = $2 AND NOT deleted
+           AND (lower(path) = ANY($3)
+                OR EXISTS (SELECT 1 FROM unnest($4::text[]) p WHERE starts_with(lower(path), p)))
+         ORDER BY revision, path",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(exact)
+    .bind(prefixes)
+    .fetch_all(&mut *conn)
+    .await
+}
+
 /// The content of the version of `path` whose hash is `sha`, if any was ever stored.
 pub async fn version_content(
     conn: &mut PgConnection,

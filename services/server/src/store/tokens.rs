@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::auth::{Claims, REVOCATION_CHANNEL};
@@ -22,7 +22,7 @@ pub struct TokenRecord {
     pub revoked_by: Option<String>,
 }
 
-pub async fn insert(pool: &PgPool, claims: &Claims, issued_by: &str) -> sqlx::Result<()> {
+pub async fn insert(conn: &mut PgConnection, claims: &Claims, issued_by: &str) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO tokens (jti, sub, name, email, teams, admin, issued_at, expires_at, issued_by)
          VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8), $9)",
@@ -36,7 +36,7 @@ pub async fn insert(pool: &PgPool, claims: &Claims, issued_by: &str) -> sqlx::Re
     .bind(claims.iat as f64)
     .bind(claims.exp as f64)
     .bind(issued_by)
-    .execute(pool)
+    .execute(&mut *conn)
     .await?;
     Ok(())
 }
@@ -88,9 +88,8 @@ pub enum Revoked {
     Unknown,
 }
 
-/// Marks the token revoked and tells every replica (NOTIFY) in the same transaction.
-pub async fn revoke(pool: &PgPool, jti: Uuid, by: &str) -> sqlx::Result<Revoked> {
-    let mut tx = pool.begin().await?;
+/// Marks the token revoked and tells every replica (NOTIFY), in the caller's transaction.
+pub async fn revoke(tx: &mut PgConnection, jti: Uuid, by: &str) -> sqlx::Result<Revoked> {
     let prior: Option<Option<DateTime<Utc>>> =
         sqlx::query_scalar("SELECT revoked_at FROM tokens WHERE jti = $1 FOR UPDATE")
             .bind(jti)
@@ -115,6 +114,5 @@ pub async fn revoke(pool: &PgPool, jti: Uuid, by: &str) -> sqlx::Result<Revoked>
             .execute(&mut *tx)
             .await?;
     }
-    tx.commit().await?;
     Ok(outcome)
 }

@@ -5,16 +5,17 @@ pub mod feedback;
 pub mod index;
 pub mod validate;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use memsync_core::merge::merge_text;
+use memsync_core::tree::{LookupKeys, PathTree};
 use memsync_core::wire::{
     Conflict, ConflictDetails, Failure, PullResponse, PushOp, PushRequest, PushResponse,
     ValidationDetails,
 };
 use memsync_core::{ProjectId, Sha256};
 use serde_json::json;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -177,6 +178,69 @@ fn decide(
     }
 }
 
+/// A push that stopped before committing: the error to answer and the audit event that records
+/// the refusal (written after the transaction is rolled back, outside it).
+pub struct Stop {
+    error: ApiError,
+    audit: Option<(&'static str, serde_json::Value)>,
+}
+
+impl Stop {
+    fn audited(audit: (&'static str, serde_json::Value), error: ApiError) -> Stop {
+        Stop {
+            error,
+            audit: Some(audit),
+        }
+    }
+
+    fn refused(failures: Vec<Failure>) -> Stop {
+        let details = refusal_details(&failures);
+        Stop::audited(("push_refused", details), validation_failed(failures))
+    }
+
+    /// Records the refusal (if any) and gives the error to answer.
+    async fn finish(self, pool: &PgPool, audit_base: &AuditEvent<'_>) -> ApiError {
+        if let Some((action, details)) = self.audit
+            && let Err(e) = audit::record(
+                pool,
+                &AuditEvent {
+                    action,
+                    details,
+                    ..audit_base.clone()
+                },
+            )
+            .await
+        {
+            tracing::error!(error = %e, "could not write the audit log");
+        }
+        self.error
+    }
+}
+
+impl<E: Into<ApiError>> From<E> for Stop {
+    fn from(e: E) -> Stop {
+        Stop {
+            error: e.into(),
+            audit: None,
+        }
+    }
+}
+
+fn audit_base<'a>(meta: &'a PushMeta<'a>) -> AuditEvent<'a> {
+    let actor = &meta.principal.claims;
+    AuditEvent {
+        team: Some(meta.project.team()),
+        project: Some(meta.project.as_str()),
+        actor_sub: &actor.sub,
+        actor_name: Some(&actor.name),
+        action: "",
+        path: None,
+        revision: None,
+        request_id: meta.request_id,
+        details: json!({}),
+    }
+}
+
 pub async fn push(
     pool: &PgPool,
     limits: SyncLimits,
@@ -185,32 +249,78 @@ pub async fn push(
 ) -> ApiResult<PushOutcome> {
     let project = meta.project;
     let actor = &meta.principal.claims;
-    let audit_base = AuditEvent {
-        team: Some(project.team()),
-        project: Some(project.as_str()),
-        actor_sub: &actor.sub,
-        actor_name: Some(&actor.name),
-        action: "",
-        path: None,
-        revision: None,
-        request_id: meta.request_id,
-        details: json!({}),
-    };
+    let audit_base = audit_base(&meta);
     if let Some(key) = meta.idempotency_key
         && let Some(stored) = idempotency::find(pool, project, &actor.sub, key).await?
     {
         return replay(stored, &meta.request_hash);
     }
+    let checked = check(pool, limits, &meta, &audit_base, &req).await?;
 
-    let checked = match validate::check_batch(&req, limits.file) {
-        Ok(c) => c,
-        Err(failures) => {
-            refuse_audit(pool, &audit_base, "push_refused", &failures).await;
-            return Err(validation_failed(failures));
+    let mut tx = pool.begin().await?;
+    let locked = lock(&mut tx, project).await?;
+    // A concurrent retry with the same key may have committed while we waited for the lock.
+    if let Some(key) = meta.idempotency_key
+        && let Some(stored) = idempotency::find(&mut *tx, project, &actor.sub, key).await?
+    {
+        return replay(stored, &meta.request_hash);
+    }
+    let response = match apply(&mut tx, limits, &meta, &locked, checked, &req).await {
+        Ok(r) => r,
+        Err(stop) => {
+            drop(tx);
+            return Err(stop.finish(pool, &audit_base).await);
         }
     };
-    // Secrets and injection payloads: the whole batch is refused on any finding that the
-    // project's allowlist does not name.
+    if let Some(key) = meta.idempotency_key {
+        let body = serde_json::to_value(&response).map_err(|e| ApiError::Internal(e.into()))?;
+        idempotency::store(
+            &mut *tx,
+            project,
+            &actor.sub,
+            key,
+            &meta.request_hash,
+            200,
+            &body,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(PushOutcome::Applied(response))
+}
+
+/// Applies a batch inside the caller's transaction, which it may extend (an admin action adds its
+/// own audit row, a purge erases history) before committing: the action and its record commit
+/// together or not at all. A refusal is audited on its own and the caller must roll back.
+pub async fn push_in(
+    tx: &mut PgConnection,
+    pool: &PgPool,
+    limits: SyncLimits,
+    meta: &PushMeta<'_>,
+    req: &PushRequest,
+) -> ApiResult<PushResponse> {
+    let audit_base = audit_base(meta);
+    let checked = check(pool, limits, meta, &audit_base, req).await?;
+    let locked = lock(tx, meta.project).await?;
+    match apply(tx, limits, meta, &locked, checked, req).await {
+        Ok(r) => Ok(r),
+        Err(stop) => Err(stop.finish(pool, &audit_base).await),
+    }
+}
+
+/// The checks that need no lock: the static batch rules, then the scan for secrets and injection
+/// payloads (the whole batch is refused on any finding the project's allowlist does not name).
+async fn check(
+    pool: &PgPool,
+    limits: SyncLimits,
+    meta: &PushMeta<'_>,
+    audit_base: &AuditEvent<'_>,
+    req: &PushRequest,
+) -> ApiResult<Vec<CheckedChange>> {
+    let checked = match validate::check_batch(req, limits.file) {
+        Ok(c) => c,
+        Err(failures) => return Err(Stop::refused(failures).finish(pool, audit_base).await),
+    };
     let (checked, mut findings) = tokio::task::spawn_blocking(move || {
         let findings = validate::scan_batch(&checked);
         (checked, findings)
@@ -218,24 +328,27 @@ pub async fn push(
     .await
     .map_err(|e| ApiError::Internal(e.into()))?;
     if !findings.is_empty() {
-        let allowed = crate::store::allowlist::fingerprints(pool, project).await?;
+        let allowed = crate::store::allowlist::fingerprints(pool, meta.project).await?;
         findings.retain(|f| {
             f.fingerprint
                 .as_ref()
                 .is_none_or(|fp| !allowed.contains(fp))
         });
         if !findings.is_empty() {
-            refuse_audit(pool, &audit_base, "push_refused", &findings).await;
-            return Err(validation_failed(findings));
+            return Err(Stop::refused(findings).finish(pool, audit_base).await);
         }
     }
+    Ok(checked)
+}
 
-    let mut tx = pool.begin().await?;
-    let locked = match memories::lock_project(&mut tx, project).await? {
+/// Locks the project row (creating the project on its first push); pushes to one project are
+/// applied one at a time.
+async fn lock(tx: &mut PgConnection, project: &ProjectId) -> ApiResult<memories::LockedProject> {
+    let locked = match memories::lock_project(&mut *tx, project).await? {
         Some(l) => l,
         None => {
-            memories::ensure_project(&mut tx, project).await?;
-            memories::lock_project(&mut tx, project)
+            memories::ensure_project(&mut *tx, project).await?;
+            memories::lock_project(&mut *tx, project)
                 .await?
                 .ok_or_else(|| {
                     ApiError::Internal(anyhow::anyhow!("project vanished after creation"))
@@ -249,15 +362,27 @@ pub async fn push(
             details: json!({}),
         });
     }
-    // A concurrent retry with the same key may have committed while we waited for the lock.
-    if let Some(key) = meta.idempotency_key
-        && let Some(stored) = idempotency::find(&mut *tx, project, &actor.sub, key).await?
-    {
-        return replay(stored, &meta.request_hash);
-    }
+    Ok(locked)
+}
+
+/// Everything under the project lock: the on-disk layout rules, per-file decisions, feedback,
+/// the mass-delete guard, the indexes, the file limit, and the revision itself.
+async fn apply(
+    tx: &mut PgConnection,
+    limits: SyncLimits,
+    meta: &PushMeta<'_>,
+    locked: &memories::LockedProject,
+    checked: Vec<CheckedChange>,
+    req: &PushRequest,
+) -> Result<PushResponse, Stop> {
+    let project = meta.project;
+    let actor = &meta.principal.claims;
+    let audit_base = audit_base(meta);
+    let allow_mass_delete = req.allow_mass_delete;
+    layout_rules(&mut *tx, meta, &checked, req.allow_purged).await?;
 
     let paths: Vec<String> = checked.iter().map(|c| c.path.as_str().to_owned()).collect();
-    let mut current = memories::current(&mut tx, project, &paths).await?;
+    let mut current = memories::current(&mut *tx, project, &paths).await?;
 
     let mut writes: BTreeMap<String, NewState> = BTreeMap::new();
     let mut pushed_indexes: BTreeMap<String, (Option<Sha256>, Option<String>)> = BTreeMap::new();
@@ -272,7 +397,7 @@ pub async fn push(
         let live = cur.filter(|c| !c.deleted);
         let base_text = match (change.op, change.base, live) {
             (PushOp::Put, Some(base), Some(l)) if Some(base) != l.sha256 => {
-                memories::version_content(&mut tx, project, path, &base).await?
+                memories::version_content(&mut *tx, project, path, &base).await?
             }
             _ => None,
         };
@@ -312,33 +437,30 @@ pub async fn push(
         }
     }
     if !conflicts.is_empty() {
-        drop(tx);
         let n = conflicts.len();
         let paths: Vec<String> = conflicts.iter().map(|c| c.path.clone()).collect();
         let reasons: Vec<&str> = conflicts.iter().map(|c| c.reason.as_str()).collect();
-        let _ = audit::record(
-            pool,
-            &AuditEvent {
-                action: "push_conflict",
-                details: json!({ "paths": paths, "reasons": reasons }),
-                ..audit_base.clone()
-            },
-        )
-        .await;
-        return Err(ApiError::Conflict {
-            message: format!(
-                "{n} file(s) could not be applied over the server's version ({}); nothing was applied. \
+        let audit = (
+            "push_conflict",
+            json!({ "paths": paths, "reasons": reasons }),
+        );
+        return Err(Stop::audited(
+            audit,
+            ApiError::Conflict {
+                message: format!(
+                    "{n} file(s) could not be applied over the server's version ({}); nothing was applied. \
                  The server's versions are in `details.conflicts`",
-                reasons.join(", ")
-            ),
-            details: serde_json::to_value(ConflictDetails { conflicts }).unwrap_or_default(),
-        });
+                    reasons.join(", ")
+                ),
+                details: serde_json::to_value(ConflictDetails { conflicts }).unwrap_or_default(),
+            },
+        ));
     }
 
     // Team feedback must not contradict other team feedback, unless it supersedes it.
-    match feedback::check(&mut tx, project, &checked).await? {
+    match feedback::check(&mut *tx, project, &checked).await? {
         Ok(superseded) => {
-            current.extend(memories::current(&mut tx, project, &superseded).await?);
+            current.extend(memories::current(&mut *tx, project, &superseded).await?);
             for path in superseded {
                 writes.entry(path.clone()).or_insert(NewState {
                     path,
@@ -348,33 +470,29 @@ pub async fn push(
             }
         }
         Err(conflicts) => {
-            drop(tx);
             let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
             let others: Vec<&str> = conflicts.iter().map(|c| c.other.as_str()).collect();
-            let _ = audit::record(
-                pool,
-                &AuditEvent {
-                    action: "push_refused",
-                    details: json!({ "rules": ["feedback_conflict"], "paths": paths, "others": others }),
-                    ..audit_base.clone()
-                },
-            )
-            .await;
+            let audit = (
+                "push_refused",
+                json!({ "rules": ["feedback_conflict"], "paths": paths, "others": others }),
+            );
             let first = &conflicts[0];
-            return Err(ApiError::FeedbackConflict {
-                message: format!(
-                    "{} contradicts the team's {} ({}); nothing was applied. Reconcile them, or add `supersedes: {}` to its frontmatter to replace that rule",
-                    first.path, first.other, first.reason, first.other
-                ),
-                details: json!({ "conflicts": conflicts }),
-            });
+            return Err(Stop::audited(
+                audit,
+                ApiError::FeedbackConflict {
+                    message: format!(
+                        "{} contradicts the team's {} ({}); nothing was applied. Reconcile them, or add `supersedes: {}` to its frontmatter to replace that rule",
+                        first.path, first.other, first.reason, first.other
+                    ),
+                    details: json!({ "conflicts": conflicts }),
+                },
+            ));
         }
     }
 
     let deletes = writes.values().filter(|w| w.content.is_none()).count() as i64;
     let threshold = 50.max(locked.files / 10);
-    if deletes > threshold && !req.allow_mass_delete {
-        drop(tx);
+    if deletes > threshold && !allow_mass_delete {
         let failures = vec![Failure::new(
             String::new(),
             "mass_delete",
@@ -385,12 +503,11 @@ pub async fn push(
             ),
             None,
         )];
-        refuse_audit(pool, &audit_base, "push_refused", &failures).await;
-        return Err(validation_failed(failures));
+        return Err(Stop::refused(failures));
     }
 
     let idx = index::maintain(
-        &mut tx,
+        &mut *tx,
         project,
         index::IndexInput {
             writes: &writes,
@@ -400,9 +517,7 @@ pub async fn push(
     )
     .await?;
     if !idx.failures.is_empty() {
-        drop(tx);
-        refuse_audit(pool, &audit_base, "push_refused", &idx.failures).await;
-        return Err(validation_failed(idx.failures));
+        return Err(Stop::refused(idx.failures));
     }
     let mut states: Vec<NewState> = writes.into_values().collect();
     states.extend(idx.states);
@@ -414,7 +529,7 @@ pub async fn push(
             .filter(|s| !current.contains_key(&s.path))
             .map(|s| s.path.clone())
             .collect();
-        memories::current(&mut tx, project, &extra).await?
+        memories::current(&mut *tx, project, &extra).await?
     } else {
         HashMap::new()
     };
@@ -431,7 +546,6 @@ pub async fn push(
                 .map_or(0, |c| c.len() as i64);
     }
     if files_delta > 0 && locked.files + files_delta > limits.max_files_per_project {
-        drop(tx);
         let failures = vec![Failure::new(
             String::new(),
             "too_many_files",
@@ -442,8 +556,7 @@ pub async fn push(
             ),
             None,
         )];
-        refuse_audit(pool, &audit_base, "push_refused", &failures).await;
-        return Err(validation_failed(failures));
+        return Err(Stop::refused(failures));
     }
 
     let response = if states.is_empty() {
@@ -461,9 +574,15 @@ pub async fn push(
             email: actor.email.as_deref(),
             request_id: meta.request_id,
         };
-        let (revision, at) =
-            memories::write_revision(&mut tx, project, &author, &states, files_delta, bytes_delta)
-                .await?;
+        let (revision, at) = memories::write_revision(
+            &mut *tx,
+            project,
+            &author,
+            &states,
+            files_delta,
+            bytes_delta,
+        )
+        .await?;
         let paths: Vec<String> = states.iter().map(|s| s.path.clone()).collect();
         let actions: Vec<&str> = states
             .iter()
@@ -513,24 +632,98 @@ pub async fn push(
                 .collect(),
         }
     };
-    if let Some(key) = meta.idempotency_key {
-        let body = serde_json::to_value(&response).map_err(|e| ApiError::Internal(e.into()))?;
-        idempotency::store(
-            &mut *tx,
-            project,
-            &actor.sub,
-            key,
-            &meta.request_hash,
-            200,
-            &body,
-        )
-        .await?;
+    Ok(response)
+}
+
+/// What the batch would do to the team directory on disk and to purged history: no path may
+/// collide with another as file and directory or by letter case (on every filesystem a team
+/// uses), and content an admin purged does not come back without a team admin's override.
+async fn layout_rules(
+    tx: &mut PgConnection,
+    meta: &PushMeta<'_>,
+    checked: &[CheckedChange],
+    allow_purged: bool,
+) -> Result<(), Stop> {
+    let project = meta.project;
+    let mut failures = Vec::new();
+
+    let puts: Vec<&CheckedChange> = checked.iter().filter(|c| c.op == PushOp::Put).collect();
+    if !puts.is_empty() {
+        let mut keys = LookupKeys::default();
+        for c in &puts {
+            keys.extend(PathTree::lookup_keys(c.path.as_str()));
+        }
+        let deleted: HashSet<&str> = checked
+            .iter()
+            .filter(|c| c.op == PushOp::Delete)
+            .map(|c| c.path.as_str())
+            .collect();
+        let pushed: HashSet<&str> = puts.iter().map(|c| c.path.as_str()).collect();
+        let stored =
+            memories::clash_candidates(&mut *tx, project, &keys.exact, &keys.prefixes).await?;
+        // What stays: the stored paths this batch neither deletes nor rewrites (rewriting a path
+        // in its own spelling is no clash), then the batch's own files, in order.
+        let (mut tree, _) = PathTree::build(
+            stored
+                .iter()
+                .map(String::as_str)
+                .filter(|p| !deleted.contains(p) && !pushed.contains(p)),
+        );
+        for c in &puts {
+            if let Err(clash) = tree.insert(c.path.as_str()) {
+                failures.push(Failure::new(
+                    c.path.to_string(),
+                    clash.rule(),
+                    clash.message(),
+                    None,
+                ));
+            }
+        }
     }
-    tx.commit().await?;
-    Ok(PushOutcome::Applied(response))
+
+    let hashes: Vec<String> = puts
+        .iter()
+        .filter_map(|c| c.content.as_deref())
+        .map(|t| Sha256::of(t.as_bytes()).to_hex())
+        .collect();
+    if !hashes.is_empty() {
+        let purged = crate::store::history::purged_hashes(&mut *tx, project, &hashes).await?;
+        let overridden = allow_purged && meta.principal.is_team_admin(project);
+        if !purged.is_empty() && !overridden {
+            for c in &puts {
+                let sha = c
+                    .content
+                    .as_deref()
+                    .map(|t| Sha256::of(t.as_bytes()).to_hex());
+                if let Some((_, from)) = purged.iter().find(|(h, _)| Some(h) == sha.as_ref()) {
+                    failures.push(Failure::new(
+                        c.path.to_string(),
+                        "purged_content",
+                        format!(
+                            "this content was purged from {from} by an admin and cannot be pushed again;                              delete it locally (`memsync pull` after removing the file), or ask a team admin to                              push it with `allow_purged` if the purge was a mistake"
+                        ),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Stop::refused(failures))
+    }
 }
 
 fn replay(stored: idempotency::Stored, request_hash: &str) -> ApiResult<PushOutcome> {
+    if stored.purged {
+        return Err(ApiError::Gone {
+            code: "purged",
+            message: "this push was applied, and an admin has since purged content it carried; \
+                      it is not applied again. Pull to bring your copy up to date"
+                .into(),
+        });
+    }
     if stored.request_hash != request_hash {
         return Err(ApiError::Unprocessable {
             code: "idempotency_key_reused",
@@ -567,24 +760,13 @@ pub fn validation_failed(failures: Vec<Failure>) -> ApiError {
     }
 }
 
-/// Audits a refused write with its rule ids and paths only: never the content.
-async fn refuse_audit(pool: &PgPool, base: &AuditEvent<'_>, action: &str, failures: &[Failure]) {
+/// What the audit log keeps of a refused write: rule ids, paths and fingerprints, never content.
+fn refusal_details(failures: &[Failure]) -> serde_json::Value {
     let rules: Vec<&str> = failures.iter().map(|f| f.rule.as_str()).collect();
     let paths: Vec<&str> = failures.iter().map(|f| f.path.as_str()).collect();
     let fingerprints: Vec<&str> = failures
         .iter()
         .filter_map(|f| f.fingerprint.as_deref())
         .collect();
-    if let Err(e) = audit::record(
-        pool,
-        &AuditEvent {
-            action,
-            details: json!({ "rules": rules, "paths": paths, "fingerprints": fingerprints }),
-            ..base.clone()
-        },
-    )
-    .await
-    {
-        tracing::error!(error = %e, "could not write the audit log");
-    }
+    json!({ "rules": rules, "paths": paths, "fingerprints": fingerprints })
 }
