@@ -30,8 +30,7 @@ pub enum Command {
     /// Apply database migrations and exit.
     Migrate,
     /// Issue, list and revoke API tokens.
-    #[command(subcommand)]
-    Token(TokenCommand),
+    Token(TokenArgs),
     /// Maintain the git export of the projects.
     #[command(subcommand)]
     Export(ExportCommand),
@@ -46,6 +45,22 @@ pub enum ExportCommand {
         #[arg(long = "project", value_name = "TEAM/NAME")]
         projects: Vec<String>,
     },
+}
+
+#[derive(Args)]
+pub struct TokenArgs {
+    /// Manage tokens through a running server's admin API at this URL (e.g.
+    /// `http://127.0.0.1:7878`) instead of its database, so the operator need not be on the
+    /// server's disk. Needs a server-admin token in `MEMSYNC_ADMIN_TOKEN`.
+    #[arg(
+        long = "server",
+        env = "MEMSYNC_SERVER_URL",
+        global = true,
+        value_name = "URL"
+    )]
+    pub server: Option<String>,
+    #[command(subcommand)]
+    pub command: TokenCommand,
 }
 
 #[derive(Subcommand)]

@@ -8,6 +8,7 @@ mod error;
 mod export;
 mod guard;
 mod http;
+mod remote;
 mod store;
 mod sync;
 mod telemetry;
@@ -27,6 +28,7 @@ use uuid::Uuid;
 use crate::auth::{Keys, Revocations};
 use crate::config::{Cli, Command, Config, ExportCommand, TokenCommand};
 use crate::db::Database;
+use crate::store::tokens::TokenRecord;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -56,6 +58,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cfg).await,
         Command::Migrate => {
+            existing_installation(&cfg)?;
             let db = Database::open(&cfg).await?;
             let r = db.migrate().await;
             db.close().await;
@@ -63,7 +66,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             eprintln!("memsync-server: migrations applied");
             Ok(())
         }
-        Command::Token(cmd) => token(cfg, cmd).await,
+        Command::Token(args) => match &args.server {
+            Some(server) => remote::token(server, args.command).await,
+            None => token(cfg, args.command).await,
+        },
         Command::Export(cmd) => export_cmd(cfg, cmd).await,
     }
 }
@@ -187,6 +193,7 @@ async fn export_cmd(cfg: Config, cmd: ExportCommand) -> anyhow::Result<()> {
                 .with_context(|| format!("--project {p}"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    existing_installation(&cfg)?;
     let db = Database::open(&cfg).await?;
     let result = async {
         if let Err(reason) = db::ready(&db.pool).await {
@@ -197,6 +204,43 @@ async fn export_cmd(cfg: Config, cmd: ExportCommand) -> anyhow::Result<()> {
     .await;
     db.close().await;
     result
+}
+
+/// Prints tokens as `token list` does; without `all`, only the active ones.
+fn print_tokens(tokens: Vec<TokenRecord>, all: bool, json: bool) -> anyhow::Result<()> {
+    let now = chrono::Utc::now();
+    let tokens: Vec<TokenRecord> = tokens
+        .into_iter()
+        .filter(|t| all || (t.revoked_at.is_none() && t.expires_at > now))
+        .collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "tokens": tokens }))?
+        );
+    } else if tokens.is_empty() {
+        println!("no tokens");
+    } else {
+        for t in tokens {
+            let state = if t.revoked_at.is_some() {
+                "revoked"
+            } else if t.expires_at < now {
+                "expired"
+            } else {
+                "active"
+            };
+            println!(
+                "{}  {:8} {:20} teams={} admin={} expires={}",
+                t.jti,
+                state,
+                t.sub,
+                t.teams,
+                t.admin,
+                t.expires_at.format("%Y-%m-%d")
+            );
+        }
+    }
+    Ok(())
 }
 
 fn parse_teams(specs: &[String]) -> anyhow::Result<BTreeMap<String, TeamRole>> {
@@ -221,8 +265,39 @@ fn parse_teams(specs: &[String]) -> anyhow::Result<BTreeMap<String, TeamRole>> {
     Ok(teams)
 }
 
+/// Commands other than `serve` only talk to an installation that exists: they never create a
+/// data dir, a signing key or a database cluster, which would split the server's identity in
+/// two (a token signed with a new key in the wrong directory does not verify on the server).
+fn existing_installation(cfg: &Config) -> anyhow::Result<()> {
+    let dir = std::path::absolute(&cfg.data_dir).unwrap_or_else(|_| cfg.data_dir.clone());
+    let how = "Point at the server's data dir with --data-dir or MEMSYNC_DATA_DIR (the directory                `memsync-server` was started with; by default ./memsync-data in the directory it was                started from), pass the server's --database-url, or manage tokens through the                running server's API with `memsync-server token --server URL …` and a server-admin                token in MEMSYNC_ADMIN_TOKEN";
+    if cfg.database_url.is_none() && !dir.join("postgres").join("PG_VERSION").is_file() {
+        bail!(
+            "no memsync installation in {}: it holds no embedded PostgreSQL (this command never creates one). {how}",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The signing key of an existing installation (never generated here).
+fn existing_keys(cfg: &Config) -> anyhow::Result<Keys> {
+    if cfg.jwt_secret.is_none() {
+        let key = std::path::absolute(cfg.data_dir.join("jwt.key"))
+            .unwrap_or_else(|_| cfg.data_dir.join("jwt.key"));
+        if !key.is_file() {
+            bail!(
+                "no signing key at {} (this command never creates one): point --data-dir or                  MEMSYNC_DATA_DIR at the server's data dir, set the server's MEMSYNC_JWT_SECRET,                  or use `memsync-server token --server URL …` with a server-admin token in MEMSYNC_ADMIN_TOKEN",
+                key.display()
+            );
+        }
+    }
+    keys(cfg)
+}
+
 async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
-    let keys = keys(&cfg)?;
+    existing_installation(&cfg)?;
+    let keys = existing_keys(&cfg)?;
     let db = Database::open(&cfg).await?;
     let result = async {
         // A fresh database gets its schema; an existing one is never upgraded behind the back of
@@ -263,34 +338,7 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
                 println!("{token}");
             }
             TokenCommand::List { all, json } => {
-                let tokens = store::tokens::list(&db.pool, all).await?;
-                if json {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&serde_json::json!({ "tokens": tokens }))?
-                    );
-                } else if tokens.is_empty() {
-                    println!("no tokens");
-                } else {
-                    for t in tokens {
-                        let state = if t.revoked_at.is_some() {
-                            "revoked"
-                        } else if t.expires_at < chrono::Utc::now() {
-                            "expired"
-                        } else {
-                            "active"
-                        };
-                        println!(
-                            "{}  {:8} {:20} teams={} admin={} expires={}",
-                            t.jti,
-                            state,
-                            t.sub,
-                            t.teams,
-                            t.admin,
-                            t.expires_at.format("%Y-%m-%d")
-                        );
-                    }
-                }
+                print_tokens(store::tokens::list(&db.pool, all).await?, all, json)?;
             }
             TokenCommand::Revoke { jti } => {
                 let jti: Uuid = jti

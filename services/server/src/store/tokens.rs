@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use crate::auth::{Claims, REVOCATION_CHANNEL};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct TokenRecord {
     pub jti: Uuid,
     pub sub: String,
