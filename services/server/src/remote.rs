@@ -137,7 +137,7 @@ pub async fn token(server: &str, cmd: TokenCommand) -> anyhow::Result<()> {
 
 fn issue_request(args: IssueArgs) -> anyhow::Result<TokenIssue> {
     let secs = args.ttl.as_secs();
-    if secs == 0 || secs % 86_400 != 0 {
+    if secs == 0 || !secs.is_multiple_of(86_400) {
         bail!("over the admin API, --ttl is a whole number of days, e.g. 90d");
     }
     let ttl_days = u32::try_from(secs / 86_400).unwrap_or(u32::MAX);
