@@ -9,6 +9,7 @@ pub mod index;
 pub mod memory;
 pub mod merge;
 pub mod path;
+pub mod policy;
 pub mod project;
 pub mod scan;
 pub mod sha;

@@ -96,7 +96,7 @@ fn unreachable_data_dir_is_a_clear_error() {
     let out = std::process::Command::new(bin_path("memsync-server"))
         .args(["--data-dir"])
         .arg(tmp.path().join("data"))
-        .args(["migrate"])
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .env_remove("DATABASE_URL")
         .env_remove("MEMSYNC_DATABASE_URL")
         .output()

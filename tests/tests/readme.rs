@@ -152,7 +152,7 @@ fn every_shell_block_of_the_readme_is_marked() {
         1,
         "the quick start starts exactly one server"
     );
-    assert!(blocks.iter().filter(|b| b.mark == Mark::Run).count() >= 2);
+    assert!(blocks.iter().any(|b| b.mark == Mark::Run));
     // The marking is checked, not only parsed.
     assert!(shell_blocks("```sh\necho hi\n```\n").is_err());
     assert!(

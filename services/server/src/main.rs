@@ -97,7 +97,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         keys,
         revocations,
         limits: sync::SyncLimits {
-            file: sync::validate::Limits {
+            file: memsync_core::policy::Limits {
                 max_file_bytes: cfg.max_file_bytes,
                 max_changes_per_push: cfg.max_changes_per_push,
             },

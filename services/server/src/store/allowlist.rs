@@ -1,7 +1,5 @@
 //! The per-project allowlist of scanner findings (by fingerprint).
 
-use std::collections::HashSet;
-
 use chrono::{DateTime, Utc};
 use memsync_core::ProjectId;
 use memsync_core::wire::AllowlistEntry;
@@ -12,7 +10,7 @@ use super::memories::rfc3339;
 pub async fn fingerprints<'e>(
     db: impl PgExecutor<'e>,
     project: &ProjectId,
-) -> sqlx::Result<HashSet<String>> {
+) -> sqlx::Result<std::collections::BTreeSet<String>> {
     let rows: Vec<String> = sqlx::query_scalar(
         "SELECT fingerprint FROM scan_allowlist WHERE team = $1 AND project = $2",
     )

@@ -223,6 +223,19 @@ pub async fn clash_candidates(
     .await
 }
 
+/// How many of the project's live files are indexes (`MEMORY.md` of some directory).
+pub async fn live_index_count(conn: &mut PgConnection, project: &ProjectId) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM memories
+         WHERE team = $1 AND project = $2 AND NOT deleted
+           AND (path = 'MEMORY.md' OR path LIKE '%/MEMORY.md')",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .fetch_one(&mut *conn)
+    .await
+}
+
 /// The content of the version of `path` whose hash is `sha`, if any was ever stored.
 pub async fn version_content(
     conn: &mut PgConnection,

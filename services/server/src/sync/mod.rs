@@ -3,7 +3,6 @@
 
 pub mod feedback;
 pub mod index;
-pub mod validate;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -22,7 +21,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::audit::{self, AuditEvent};
 use crate::store::idempotency;
 use crate::store::memories::{self, Author, NewState, Stored, rfc3339};
-use validate::{CheckedChange, Limits};
+use memsync_core::policy::{self, CheckedChange, Limits};
 
 #[derive(Debug, Clone, Copy)]
 pub struct SyncLimits {
@@ -163,10 +162,7 @@ fn decide(
                 Ok(m) => {
                     // A merge of two valid files can still be invalid (broken frontmatter, too
                     // large, a type change to `user`): the same checks as any write.
-                    let valid = memsync_core::memory::validate(m.as_bytes(), max_file_bytes)
-                        .ok()
-                        .is_some_and(|doc| validate::check_team_policy("", &doc).is_ok());
-                    if !valid {
+                    if policy::check_file(&change.path, m.as_bytes(), max_file_bytes).is_err() {
                         return Decision::Conflict("merge_invalid");
                     }
                     let merged = m != ours;
@@ -317,23 +313,19 @@ async fn check(
     audit_base: &AuditEvent<'_>,
     req: &PushRequest,
 ) -> ApiResult<Vec<CheckedChange>> {
-    let checked = match validate::check_batch(req, limits.file) {
+    let checked = match policy::check_batch(req, limits.file) {
         Ok(c) => c,
         Err(failures) => return Err(Stop::refused(failures).finish(pool, audit_base).await),
     };
     let (checked, mut findings) = tokio::task::spawn_blocking(move || {
-        let findings = validate::scan_batch(&checked);
+        let findings = policy::scan_batch(&checked);
         (checked, findings)
     })
     .await
     .map_err(|e| ApiError::Internal(e.into()))?;
     if !findings.is_empty() {
         let allowed = crate::store::allowlist::fingerprints(pool, meta.project).await?;
-        findings.retain(|f| {
-            f.fingerprint
-                .as_ref()
-                .is_none_or(|fp| !allowed.contains(fp))
-        });
+        findings = policy::allowlisted(findings, &allowed);
         if !findings.is_empty() {
             return Err(Stop::refused(findings).finish(pool, audit_base).await);
         }
@@ -476,34 +468,24 @@ async fn apply(
                 "push_refused",
                 json!({ "rules": ["feedback_conflict"], "paths": paths, "others": others }),
             );
-            let first = &conflicts[0];
             return Err(Stop::audited(
                 audit,
                 ApiError::FeedbackConflict {
-                    message: format!(
-                        "{} contradicts the team's {} ({}); nothing was applied. Reconcile them, or add `supersedes: {}` to its frontmatter to replace that rule",
-                        first.path, first.other, first.reason, first.other
-                    ),
+                    message: format!("nothing was applied: {}", conflicts[0].message()),
                     details: json!({ "conflicts": conflicts }),
                 },
             ));
         }
     }
 
-    let deletes = writes.values().filter(|w| w.content.is_none()).count() as i64;
-    let threshold = 50.max(locked.files / 10);
-    if deletes > threshold && !allow_mass_delete {
-        let failures = vec![Failure::new(
-            String::new(),
-            "mass_delete",
-            format!(
-                "this push deletes {deletes} of the project's {} files (more than {threshold}); that is almost always a wiped folder. \
-                 Nothing was applied; push with --allow-mass-delete if it is deliberate",
-                locked.files
-            ),
-            None,
-        )];
-        return Err(Stop::refused(failures));
+    // Indexes follow their memories: the hold counts memory files on both sides.
+    let deletes = writes.values().filter(|w| w.content.is_none()).count();
+    if deletes > policy::MASS_DELETE_FLOOR && !allow_mass_delete {
+        let indexes = memories::live_index_count(&mut *tx, project).await?;
+        let live_memories = usize::try_from(locked.files - indexes).unwrap_or(0);
+        if let Some(f) = policy::mass_delete(deletes, live_memories, false) {
+            return Err(Stop::refused(vec![f]));
+        }
     }
 
     let idx = index::maintain(

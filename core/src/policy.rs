@@ -1,0 +1,574 @@
+//! What a team write may be: every rule the client predicts and the server enforces, in one
+//! place, so that `memsync check`/`push` never say "fine" about a push the server then refuses.
+//!
+//! - the batch's static rules: paths, sizes, encodings, the memory format, the team-scope type
+//!   policy, and a pushed `MEMORY.md`'s own limits ([`check_batch`], [`check_file`]);
+//! - the guards: secret and injection findings, less those the project's allowlist names
+//!   ([`scan_batch`], [`allowlisted`]);
+//! - the on-disk layout: no path may collide with another as file and directory or by letter
+//!   case ([`crate::tree`]);
+//! - feedback consistency between team feedback memories, and `supersedes:` ([`team_feedback`]);
+//! - the mass-delete hold ([`mass_delete`]).
+//!
+//! The server runs them in this order over its stored state; the client runs the same functions
+//! over what it knows of that state, before anything leaves the machine.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::feedback::{self, Kind, Note};
+use crate::memory::{self, MemoryDoc, MemoryType};
+use crate::path::MemoryPath;
+use crate::sha::Sha256;
+use crate::wire::{Failure, PushChange, PushOp, PushRequest};
+
+/// Limits every file and batch is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_file_bytes: usize,
+    pub max_changes_per_push: usize,
+}
+
+/// A push deletes at most this many memory files, or 10 % of the project's live memory files if
+/// that is more, without `allow_mass_delete`.
+pub const MASS_DELETE_FLOOR: usize = 50;
+
+/// One change that passed the static rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedChange {
+    pub path: MemoryPath,
+    pub op: PushOp,
+    pub base: Option<Sha256>,
+    pub content: Option<String>,
+}
+
+/// Shortens what a client sent before it goes back into a message.
+pub fn shown(path: &str) -> String {
+    let mut s: String = path.chars().filter(|c| !c.is_control()).take(120).collect();
+    if s.len() < path.len() {
+        s.push('…');
+    }
+    s
+}
+
+fn failure(path: &str, rule: &str, message: impl Into<String>, line: Option<u32>) -> Failure {
+    Failure::new(shown(path), rule, message, line)
+}
+
+/// The static rules of a whole batch; every failure of the batch at once.
+pub fn check_batch(req: &PushRequest, limits: Limits) -> Result<Vec<CheckedChange>, Vec<Failure>> {
+    if req.changes.len() > limits.max_changes_per_push {
+        return Err(vec![failure(
+            "",
+            "too_many_changes",
+            format!(
+                "the push carries {} changes; at most {} are accepted per push: split it into smaller pushes",
+                req.changes.len(),
+                limits.max_changes_per_push
+            ),
+            None,
+        )]);
+    }
+    let mut failures = Vec::new();
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(req.changes.len());
+    for change in &req.changes {
+        match check_change(change, limits) {
+            Ok(c) if !seen.insert(c.path.clone()) => failures.push(failure(
+                &change.path,
+                "duplicate_path",
+                "the same path appears twice in one push; send each path once",
+                None,
+            )),
+            Ok(c) => out.push(c),
+            Err(mut f) => failures.append(&mut f),
+        }
+    }
+    if failures.is_empty() {
+        Ok(out)
+    } else {
+        Err(failures)
+    }
+}
+
+fn check_change(change: &PushChange, limits: Limits) -> Result<CheckedChange, Vec<Failure>> {
+    let path = MemoryPath::parse(&change.path)
+        .map_err(|e| vec![failure(&change.path, e.rule(), e.to_string(), None)])?;
+    match (change.op, &change.content) {
+        (PushOp::Delete, Some(_)) => Err(vec![failure(
+            &change.path,
+            "delete_with_content",
+            "a delete carries no content; drop `content` or use op `put`",
+            None,
+        )]),
+        (PushOp::Delete, None) => Ok(CheckedChange {
+            path,
+            op: PushOp::Delete,
+            base: change.base_sha256,
+            content: None,
+        }),
+        (PushOp::Put, None) => Err(vec![failure(
+            &change.path,
+            "content_missing",
+            "a `put` needs `content` (the whole file)",
+            None,
+        )]),
+        (PushOp::Put, Some(content)) => {
+            check_file(&path, content.as_bytes(), limits.max_file_bytes)?;
+            Ok(CheckedChange {
+                path,
+                op: PushOp::Put,
+                base: change.base_sha256,
+                content: Some(content.clone()),
+            })
+        }
+    }
+}
+
+/// The rules for one team file's bytes: an index's size, encoding and NUL bytes; a memory's
+/// format and the team-scope type policy.
+pub fn check_file(
+    path: &MemoryPath,
+    bytes: &[u8],
+    max_file_bytes: usize,
+) -> Result<(), Vec<Failure>> {
+    let p = path.as_str();
+    if path.is_index() {
+        return check_index_bytes(p, bytes, max_file_bytes);
+    }
+    let doc = memory::validate(bytes, max_file_bytes).map_err(|problems| {
+        problems
+            .into_iter()
+            .map(|pr| failure(p, pr.rule, pr.message, pr.line))
+            .collect::<Vec<_>>()
+    })?;
+    check_team_type(p, &doc)
+}
+
+fn check_index_bytes(path: &str, bytes: &[u8], max_file_bytes: usize) -> Result<(), Vec<Failure>> {
+    let mut f = Vec::new();
+    if bytes.len() > max_file_bytes {
+        f.push(failure(
+            path,
+            "too_large",
+            format!(
+                "the file is {} bytes; the limit is {max_file_bytes} bytes",
+                bytes.len()
+            ),
+            None,
+        ));
+    }
+    match std::str::from_utf8(bytes) {
+        Err(e) => f.push(failure(
+            path,
+            "not_utf8",
+            format!(
+                "the file is not UTF-8 text (first bad byte at offset {})",
+                e.valid_up_to()
+            ),
+            None,
+        )),
+        Ok(text) => {
+            if let Some(pos) = text.find('\0') {
+                let line = text[..pos].matches('\n').count() as u32 + 1;
+                f.push(failure(
+                    path,
+                    "nul_byte",
+                    "the file contains a NUL byte; memories are text",
+                    Some(line),
+                ));
+            }
+        }
+    }
+    if f.is_empty() { Ok(()) } else { Err(f) }
+}
+
+/// Team-scope policy: `type: user` memories are always private.
+fn check_team_type(path: &str, doc: &MemoryDoc) -> Result<(), Vec<Failure>> {
+    if doc.memory_type() == Some(MemoryType::User) {
+        let mut f = failure(
+            path,
+            "type_user_in_team",
+            "`type: user` memories describe one person and are always private; keep it in your private memory dir",
+            Some(1),
+        );
+        f.category = Some("policy".into());
+        return Err(vec![f]);
+    }
+    Ok(())
+}
+
+/// The secret and injection findings of every file a batch writes. CPU-bound.
+pub fn scan_batch(checked: &[CheckedChange]) -> Vec<Failure> {
+    checked
+        .iter()
+        .filter_map(|c| Some((c.path.as_str(), c.content.as_deref()?)))
+        .flat_map(|(path, text)| crate::guard::scan_text(&shown(path), text))
+        .collect()
+}
+
+/// The findings that still stop the push: those whose fingerprint the project's allowlist does
+/// not name (a finding without a fingerprint always stops it).
+pub fn allowlisted(mut findings: Vec<Failure>, allowed: &BTreeSet<String>) -> Vec<Failure> {
+    findings.retain(|f| {
+        f.fingerprint
+            .as_ref()
+            .is_none_or(|fp| !allowed.contains(fp))
+    });
+    findings
+}
+
+/// Whether a path is a memory (not an index) for the mass-delete count.
+pub fn counts_as_memory(path: &str) -> bool {
+    path.rsplit('/').next() != Some(crate::path::INDEX_FILE)
+}
+
+/// The mass-delete hold: deleting more than max(50, 10 %) of the project's live memory files
+/// (indexes follow their memories and are not counted) is almost always a wiped folder.
+pub fn mass_delete(memory_deletes: usize, live_memories: usize, allowed: bool) -> Option<Failure> {
+    let threshold = MASS_DELETE_FLOOR.max(live_memories / 10);
+    if memory_deletes <= threshold || allowed {
+        return None;
+    }
+    Some(Failure::new(
+        String::new(),
+        "mass_delete",
+        format!(
+            "this push deletes {memory_deletes} of the project's {live_memories} memory files (more than {threshold}); that is almost always a wiped folder. \
+             Nothing was applied; push with --allow-mass-delete if it is deliberate"
+        ),
+        None,
+    ))
+}
+
+/// A team feedback memory of a batch that contradicts another team feedback memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedbackConflict {
+    /// The pushed memory.
+    pub path: String,
+    /// The team memory it contradicts.
+    pub other: String,
+    pub reason: String,
+}
+
+impl FeedbackConflict {
+    pub fn message(&self) -> String {
+        format!(
+            "{} contradicts the team's {} ({}); reconcile them, or add `supersedes: {}` to its frontmatter to replace that rule",
+            self.path, self.other, self.reason, self.other
+        )
+    }
+}
+
+fn feedback_doc(text: &str) -> Option<MemoryDoc> {
+    MemoryDoc::parse(text)
+        .ok()
+        .filter(|d| d.memory_type() == Some(MemoryType::Feedback))
+}
+
+/// Whether a text is a feedback memory (what [`team_feedback`] compares).
+pub fn is_feedback(text: &str) -> bool {
+    feedback_doc(text).is_some()
+}
+
+/// Feedback consistency of a batch. `batch` holds what the batch writes (path, text); `team`
+/// holds the project's live team memories the batch does not touch (non-feedback ones are
+/// ignored). Every pushed feedback memory is compared with those and with the batch's other
+/// feedback memories.
+///
+/// `supersedes: <path>` is honoured in the memory being pushed, and only there: the pushed
+/// memory replaces the one it names, which is deleted in the same revision (Ok lists those
+/// paths). A `supersedes:` in a memory the batch does not write changes nothing. Two memories of
+/// one batch that contradict each other pass when either supersedes the other.
+pub fn team_feedback(
+    batch: &[(&str, &str)],
+    team: &[(&str, &str)],
+) -> Result<Vec<String>, Vec<FeedbackConflict>> {
+    let candidates: Vec<(&str, &str, Option<String>)> = batch
+        .iter()
+        .filter(|(p, _)| counts_as_memory(p))
+        .filter_map(|(p, text)| {
+            let doc = feedback_doc(text)?;
+            Some((
+                *p,
+                *text,
+                doc.get_str("supersedes").map(|s| s.trim().to_owned()),
+            ))
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let touched: BTreeSet<&str> = batch.iter().map(|(p, _)| *p).collect();
+    let existing: Vec<(&str, &str)> = team
+        .iter()
+        .filter(|(p, t)| !touched.contains(p) && counts_as_memory(p) && is_feedback(t))
+        .copied()
+        .collect();
+    let supersedes: BTreeMap<&str, Option<&str>> = candidates
+        .iter()
+        .map(|(p, _, s)| (*p, s.as_deref()))
+        .collect();
+    let mut superseded = BTreeSet::new();
+    let mut conflicts = Vec::new();
+    for (path, text, sup) in &candidates {
+        let mut against: Vec<Note<'_>> = existing
+            .iter()
+            .map(|(p, t)| Note { path: p, text: t })
+            .collect();
+        against.extend(
+            candidates
+                .iter()
+                .filter(|(p, _, _)| p != path)
+                .map(|(p, t, _)| Note { path: p, text: t }),
+        );
+        for f in feedback::check_one(&Note { path, text }, &against) {
+            if f.kind != Kind::Contradiction {
+                continue;
+            }
+            if sup.as_deref() == Some(f.b.as_str()) {
+                if existing.iter().any(|(p, _)| *p == f.b) {
+                    superseded.insert(f.b.clone());
+                }
+                continue;
+            }
+            if supersedes.get(f.b.as_str()).copied().flatten() == Some(*path) {
+                continue;
+            }
+            conflicts.push(FeedbackConflict {
+                path: (*path).to_owned(),
+                other: f.b.clone(),
+                reason: f.reason.clone(),
+            });
+        }
+    }
+    if conflicts.is_empty() {
+        Ok(superseded.into_iter().collect())
+    } else {
+        Err(conflicts)
+    }
+}
+
+/// What the policy says of a batch, given everything about the project it depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every rule passes; the listed memories are superseded (deleted in the same revision).
+    Accepted { superseded: Vec<String> },
+    /// Refused (422), with every failure of the first rule that failed.
+    Refused(Vec<Failure>),
+    /// Refused (409) because team feedback contradicts.
+    FeedbackConflict(Vec<FeedbackConflict>),
+}
+
+impl Verdict {
+    /// The rule ids, as the server reports them.
+    pub fn rules(&self) -> Vec<String> {
+        let mut r: Vec<String> = match self {
+            Verdict::Accepted { .. } => Vec::new(),
+            Verdict::Refused(f) => f.iter().map(|f| f.rule.clone()).collect(),
+            Verdict::FeedbackConflict(_) => vec!["feedback_conflict".to_owned()],
+        };
+        r.sort();
+        r.dedup();
+        r
+    }
+}
+
+/// The project as far as the policy needs it: its live files and its allowlist.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectState {
+    /// Live path → content (indexes included).
+    pub live: BTreeMap<String, String>,
+    pub allowlist: BTreeSet<String>,
+}
+
+/// Every rule the server applies to a batch that has no edit conflicts, in the server's order,
+/// over a project state the caller knows. This is the client's prediction of the server's answer
+/// (and what the agreement test holds the server to).
+pub fn judge(req: &PushRequest, project: &ProjectState, limits: Limits) -> Verdict {
+    let checked = match check_batch(req, limits) {
+        Ok(c) => c,
+        Err(f) => return Verdict::Refused(f),
+    };
+    let findings = allowlisted(scan_batch(&checked), &project.allowlist);
+    if !findings.is_empty() {
+        return Verdict::Refused(findings);
+    }
+    let layout = layout_failures(&checked, project.live.keys().map(String::as_str));
+    if !layout.is_empty() {
+        return Verdict::Refused(layout);
+    }
+    let batch: Vec<(&str, &str)> = checked
+        .iter()
+        .filter_map(|c| Some((c.path.as_str(), c.content.as_deref()?)))
+        .collect();
+    let team: Vec<(&str, &str)> = project
+        .live
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let superseded = match team_feedback(&batch, &team) {
+        Ok(s) => s,
+        Err(c) => return Verdict::FeedbackConflict(c),
+    };
+    let deletes: BTreeSet<&str> = checked
+        .iter()
+        .filter(|c| c.op == PushOp::Delete && project.live.contains_key(c.path.as_str()))
+        .map(|c| c.path.as_str())
+        .chain(superseded.iter().map(String::as_str))
+        .filter(|p| counts_as_memory(p))
+        .collect();
+    let live_memories = project.live.keys().filter(|p| counts_as_memory(p)).count();
+    if let Some(f) = mass_delete(deletes.len(), live_memories, req.allow_mass_delete) {
+        return Verdict::Refused(vec![f]);
+    }
+    Verdict::Accepted { superseded }
+}
+
+/// The layout rule over a batch: every `put` must be able to live beside the live paths the batch
+/// keeps, and beside the batch's other files.
+pub fn layout_failures<'a>(
+    checked: &[CheckedChange],
+    live: impl IntoIterator<Item = &'a str>,
+) -> Vec<Failure> {
+    let removed: BTreeSet<&str> = checked.iter().map(|c| c.path.as_str()).collect();
+    let (mut tree, _) =
+        crate::tree::PathTree::build(live.into_iter().filter(|p| !removed.contains(p)));
+    checked
+        .iter()
+        .filter(|c| c.op == PushOp::Put)
+        .filter_map(|c| tree.insert(c.path.as_str()).err())
+        .map(|clash| Failure::new(clash.path.clone(), clash.rule(), clash.message(), None))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_file_bytes: 102_400,
+        max_changes_per_push: 2000,
+    };
+
+    fn mem(name: &str, kind: &str, body: &str, extra: &str) -> String {
+        format!("---\nname: {name}\ndescription: about {name}\ntype: {kind}\n{extra}---\n{body}\n")
+    }
+
+    fn put(path: &str, content: &str) -> PushChange {
+        PushChange {
+            path: path.into(),
+            op: PushOp::Put,
+            base_sha256: None,
+            content: Some(content.into()),
+        }
+    }
+
+    fn del(path: &str) -> PushChange {
+        PushChange {
+            path: path.into(),
+            op: PushOp::Delete,
+            base_sha256: None,
+            content: None,
+        }
+    }
+
+    fn req(changes: Vec<PushChange>) -> PushRequest {
+        PushRequest {
+            changes,
+            allow_mass_delete: false,
+            allow_purged: false,
+        }
+    }
+
+    #[test]
+    fn index_rules_cover_size_utf8_and_nul() {
+        let p = MemoryPath::parse("MEMORY.md").unwrap();
+        assert!(check_file(&p, b"- [a](a.md) - a\n", 100).is_ok());
+        let rules = |b: &[u8], max| {
+            check_file(&p, b, max)
+                .unwrap_err()
+                .into_iter()
+                .map(|f| f.rule)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(rules(b"a\0b", 100), ["nul_byte"]);
+        assert_eq!(rules(b"\xff\xfe", 100), ["not_utf8"]);
+        assert_eq!(rules(b"0123456789", 5), ["too_large"]);
+    }
+
+    #[test]
+    fn mass_delete_counts_memories_against_memories() {
+        assert!(mass_delete(50, 100, false).is_none());
+        assert_eq!(mass_delete(51, 100, false).unwrap().rule, "mass_delete");
+        assert!(mass_delete(51, 100, true).is_none());
+        assert!(mass_delete(100, 1000, false).is_none());
+        assert!(mass_delete(101, 1000, false).is_some());
+    }
+
+    #[test]
+    fn supersedes_counts_only_in_the_pushed_memory() {
+        let old = mem("tabs", "feedback", "Always indent with tabs.", "");
+        let new = mem(
+            "spaces",
+            "feedback",
+            "Never indent with tabs; use spaces.",
+            "supersedes: tabs.md\n",
+        );
+        let unmarked = mem(
+            "spaces",
+            "feedback",
+            "Never indent with tabs; use spaces.",
+            "",
+        );
+        // The new rule supersedes the old: accepted, and the old one goes.
+        assert_eq!(
+            team_feedback(&[("spaces.md", &new)], &[("tabs.md", &old)]),
+            Ok(vec!["tabs.md".to_owned()])
+        );
+        // Without the marker it is a conflict.
+        assert!(team_feedback(&[("spaces.md", &unmarked)], &[("tabs.md", &old)]).is_err());
+        // A `supersedes:` in an unchanged team memory changes nothing for the pushed one.
+        let old_marked = mem(
+            "tabs",
+            "feedback",
+            "Always indent with tabs.",
+            "supersedes: spaces.md\n",
+        );
+        assert!(team_feedback(&[("spaces.md", &unmarked)], &[("tabs.md", &old_marked)]).is_err());
+    }
+
+    #[test]
+    fn judge_runs_the_rules_in_the_servers_order() {
+        let mut project = ProjectState::default();
+        project
+            .live
+            .insert("seed.md".into(), mem("seed", "project", "Seed.", ""));
+        // Static rules first, even when other rules would fail too.
+        let v = judge(
+            &req(vec![
+                put("me.md", &mem("me", "user", "I like tabs.", "")),
+                put("seed.md/x.md", "x"),
+            ]),
+            &project,
+            LIMITS,
+        );
+        assert_eq!(v.rules(), ["frontmatter_missing", "type_user_in_team"]);
+        let v = judge(
+            &req(vec![put("seed.md/x.md", &mem("x", "project", "x", ""))]),
+            &project,
+            LIMITS,
+        );
+        assert_eq!(v.rules(), ["path_clash"]);
+        let v = judge(
+            &req(vec![
+                del("seed.md"),
+                put("seed.md/x.md", &mem("x", "project", "x", "")),
+            ]),
+            &project,
+            LIMITS,
+        );
+        assert_eq!(v, Verdict::Accepted { superseded: vec![] });
+    }
+}
