@@ -75,11 +75,12 @@ fn keys(cfg: &Config) -> anyhow::Result<Keys> {
 async fn serve(cfg: Config) -> anyhow::Result<()> {
     cfg.export.validate()?;
     let keys = Arc::new(keys(&cfg)?);
-    let db = Database::open(&cfg).await?;
+    let mut db = Database::open_to_serve(&cfg).await?;
     if let Err(e) = db.migrate().await {
         db.close().await;
         return Err(e);
     }
+    let db_health = db.supervise(cfg.db_restart_attempts);
     let revocations = Revocations::default();
     revocations.reload(&db.pool).await?;
     revocations.spawn_watcher(db.pool.clone());
@@ -97,6 +98,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         },
         metrics: Arc::default(),
         max_body_bytes: cfg.max_body_bytes,
+        db_health,
     };
     let app = http::router(state, cfg.request_timeout);
     let listener = match tokio::net::TcpListener::bind(cfg.listen).await {
