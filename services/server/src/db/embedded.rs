@@ -217,23 +217,40 @@ impl EmbeddedPostgres {
         read_pid(&self.pgdata.join("postmaster.pid")).filter(|&pid| self.is_cluster_process(pid))
     }
 
-    /// True when `pid` is a live process of this cluster. Every PostgreSQL server process works
-    /// in its data directory, so on Linux its `/proc/<pid>/cwd` is the cluster's. That rejects
-    /// what `kill(pid, 0)` (all that PostgreSQL and `pg_ctl status` check) calls alive: a zombie
-    /// (it has no cwd; a postmaster killed while its new parent does not reap it stays one) and
-    /// an unrelated process that was given the dead postmaster's pid.
+    /// True when `pid` is a live process of this cluster. That rejects what `kill(pid, 0)` (all
+    /// that PostgreSQL and `pg_ctl status` check) calls alive: a zombie (a postmaster killed
+    /// while its new parent does not reap it stays one) and an unrelated process that was given
+    /// the dead postmaster's pid. On Linux: `/proc/<pid>/stat` says it is not a zombie and runs
+    /// `postgres`, and its working directory (every PostgreSQL server process works in its data
+    /// directory) is the cluster's. When the cwd may not be read (root without CAP_SYS_PTRACE,
+    /// as in a container, looking at the `postgres` user's process), a live `postgres` process
+    /// counts as ours: better a restart that waits than a second postmaster on the data dir.
     fn is_cluster_process(&self, pid: i32) -> bool {
         if pid <= 0 {
             return false;
         }
-        if Path::new("/proc/self/cwd").exists() {
-            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == self.pgdata_real)
-        } else {
-            process_alive(pid)
+        if !Path::new("/proc/self/stat").exists() {
+            return process_alive(pid);
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false; // gone
+        };
+        // `pid (comm) state ...`; comm may itself hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            return false;
+        };
+        let comm = &stat[open + 1..close];
+        let state = stat[close + 1..].trim_start().chars().next();
+        if comm != "postgres" || matches!(state, Some('Z' | 'X' | 'x')) {
+            return false;
+        }
+        match std::fs::read_link(format!("/proc/{pid}/cwd")) {
+            Ok(cwd) => cwd == self.pgdata_real,
+            Err(_) => true,
         }
     }
 
-    /// Pids of the live processes working in the data directory (none known without `/proc`).
+    /// Pids of the live processes seen working in the data directory (whose cwd may be read).
     fn cluster_processes(&self) -> Vec<i32> {
         let Ok(entries) = std::fs::read_dir("/proc") else {
             return Vec::new();
@@ -241,8 +258,32 @@ impl EmbeddedPostgres {
         entries
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|&pid| self.is_cluster_process(pid))
+            .filter(|pid| {
+                std::fs::read_link(format!("/proc/{pid}/cwd"))
+                    .is_ok_and(|cwd| cwd == self.pgdata_real)
+            })
             .collect()
+    }
+
+    /// How many processes are still attached to the System V shared memory segment named on line
+    /// 7 of `postmaster.pid` (`/proc/sysvipc/shm` is readable by anyone): PostgreSQL's own
+    /// interlock against starting while a backend of the dead postmaster still runs.
+    fn shared_memory_attachments(&self) -> Option<u64> {
+        let pidfile = std::fs::read_to_string(self.pgdata.join("postmaster.pid")).ok()?;
+        let mut ids = pidfile.lines().nth(6)?.split_whitespace();
+        let key: i64 = ids.next()?.parse().ok()?;
+        let shmid: i64 = ids.next()?.parse().ok()?;
+        let table = std::fs::read_to_string("/proc/sysvipc/shm").ok()?;
+        table.lines().skip(1).find_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let same = cols.first()?.parse::<i64>().ok()? == key
+                && cols.get(1)?.parse::<i64>().ok()? == shmid;
+            if same {
+                cols.get(6)?.parse().ok()
+            } else {
+                None
+            }
+        })
     }
 
     /// Removes `postmaster.pid` and the socket's lock file when they name a pid that is not a
@@ -250,14 +291,20 @@ impl EmbeddedPostgres {
     /// calls dead by itself, but refuses to start over a zombie's or a reused pid (checked: a
     /// SIGKILLed postmaster stays a zombie until its new parent reaps it, and `pg_ctl start`
     /// fails with "lock file "postmaster.pid" already exists" meanwhile). Only once no process
-    /// works in the data dir any more: a backend orphaned by the dead postmaster still uses the
+    /// of the old cluster is left: a backend orphaned by the dead postmaster still uses the
     /// cluster's shared memory, and PostgreSQL's own check for that needs `postmaster.pid`.
     fn clear_stale_lock_files(&self) -> anyhow::Result<()> {
         let left = self.cluster_processes();
         if !left.is_empty() {
             bail!(
-                "{} process(es) of the previous PostgreSQL still work in {} (pids {left:?}); waiting for them to exit",
+                "{} process(es) of the previous PostgreSQL still work in {} (pids {left:?}); it can start once they exit",
                 left.len(),
+                self.pgdata.display()
+            );
+        }
+        if let Some(n) = self.shared_memory_attachments().filter(|&n| n > 0) {
+            bail!(
+                "{n} process(es) of the previous PostgreSQL of {} still hold its shared memory; it can start once they exit",
                 self.pgdata.display()
             );
         }
