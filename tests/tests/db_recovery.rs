@@ -463,6 +463,16 @@ async fn unrestartable_embedded_cluster_makes_healthz_unhealthy() {
         server.log()
     );
 
+    // Meanwhile a command does not start (or initialise) a cluster of its own in its place.
+    let out = server.cli(&["token", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("restarting") && err.contains(&format!("pid {}", server.pid())),
+        "{err}"
+    );
+    assert!(!pgdata.exists(), "a command created a cluster in its place");
+
     // It keeps trying: once the directory is back, the server serves (and is healthy) again.
     std::fs::rename(&away, &pgdata).unwrap();
     let back_at = Instant::now();
