@@ -175,3 +175,34 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_or_missing_connections_answer_503_other_database_errors_500() {
+        let broken = sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert_eq!(
+            ApiError::from(broken).status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            ApiError::from(sqlx::Error::PoolTimedOut).code(),
+            "unavailable"
+        );
+        let wrapped = anyhow::Error::new(sqlx::Error::PoolClosed).context("exporting");
+        assert_eq!(
+            ApiError::from(wrapped).status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            ApiError::from(sqlx::Error::RowNotFound).status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            ApiError::from(anyhow::anyhow!("a bug")).status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+}

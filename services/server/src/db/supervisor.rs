@@ -179,12 +179,8 @@ impl Watcher {
                 return;
             };
             let down_at = Instant::now();
-            self.pool.set_connect_options(
-                self.real
-                    .clone()
-                    .socket(FAIL_FAST_SOCKET_DIR)
-                    .application_name("memsync-server"),
-            );
+            self.pool
+                .set_connect_options(self.real.clone().socket(FAIL_FAST_SOCKET_DIR));
             let (phase, reason) = match &outage {
                 Outage::PostmasterDied(pid) => {
                     tracing::warn!(
@@ -250,12 +246,18 @@ impl Watcher {
             if let Some(pg) = self.embedded.clone()
                 && Instant::now() >= next_restart
             {
+                let health = self.health.clone();
                 let restart = tokio::task::spawn_blocking(move || {
                     if pg.postmaster_pid().is_some() {
                         // Alive (PostgreSQL restarting its backends, or started by someone
                         // else): nothing to do but wait for it to answer.
                         return Ok(false);
                     }
+                    health.update(|s| {
+                        if s.phase == Phase::Down {
+                            s.phase = Phase::Restarting;
+                        }
+                    });
                     pg.restart().map(|()| true)
                 })
                 .await
@@ -273,7 +275,7 @@ impl Watcher {
                         failures += 1;
                         let e = format!("{e:#}");
                         let gave_up = failures >= self.restart_attempts;
-                        if gave_up {
+                        if failures == self.restart_attempts {
                             tracing::error!(
                                 attempts = failures,
                                 error = %e,
