@@ -164,6 +164,30 @@ impl Server {
         s
     }
 
+    /// Like [`Server::start_embedded`], with extra arguments for `serve`.
+    pub fn start_embedded_with(data_dir: PathBuf, extra: &[&str]) -> Server {
+        std::fs::create_dir_all(&data_dir).expect("data dir");
+        let mut s = Server {
+            child: None,
+            url: String::new(),
+            database_url: None,
+            log_path: data_dir.join("server.log"),
+            data_dir,
+            _tmp: None,
+            extra_args: extra.iter().map(|s| s.to_string()).collect(),
+            generated_key: true,
+        };
+        s.spawn();
+        s
+    }
+
+    /// True while the server process runs (it has not exited, nor been restarted by the test).
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
     fn command(&self) -> Command {
         let mut cmd = Command::new(bin_path("memsync-server"));
         cmd.arg("--data-dir").arg(&self.data_dir);
@@ -671,5 +695,163 @@ pub fn run_env(user_home: &Path, repo: &Path, server: &str, args: &[&str]) -> Ru
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The pid of the embedded PostgreSQL's postmaster in a server's `data_dir`: the first line of
+/// `<data_dir>/postgres/postmaster.pid`.
+pub fn postmaster_pid(data_dir: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(data_dir.join("postgres/postmaster.pid")).ok()?;
+    text.lines().next()?.trim().parse().ok()
+}
+
+/// The installed PostgreSQL server binaries, found as `scripts/test` finds them.
+pub fn pg_bindir() -> PathBuf {
+    let has_initdb = |d: &Path| d.join("initdb").is_file() && d.join("pg_ctl").is_file();
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
+        && out.status.success()
+    {
+        let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if has_initdb(&d) {
+            return d;
+        }
+    }
+    let mut dirs: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .expect("no PostgreSQL server binaries in /usr/lib/postgresql")
+        .flatten()
+        .filter_map(|e| {
+            let v = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let d = e.path().join("bin");
+            has_initdb(&d).then_some((v, d))
+        })
+        .collect();
+    dirs.sort();
+    dirs.pop().expect("no PostgreSQL server binaries found").1
+}
+
+/// A PostgreSQL cluster of the test's own on a loopback port (as the `postgres` OS user when
+/// the tests run as root), which the test may stop and start. Removed when dropped.
+pub struct PrivateCluster {
+    dir: tempfile::TempDir,
+    bindir: PathBuf,
+    pub port: u16,
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`
+    pub url: String,
+}
+
+impl PrivateCluster {
+    pub fn start() -> PrivateCluster {
+        let dir = tempfile::Builder::new()
+            .prefix("memsync-privpg-")
+            .tempdir()
+            .expect("tempdir");
+        open_up(dir.path());
+        if nix::unistd::geteuid().is_root() {
+            let pg = nix::unistd::User::from_name("postgres")
+                .expect("look up the postgres user")
+                .expect("running as root, the tests need the postgres OS user");
+            std::os::unix::fs::chown(dir.path(), Some(pg.uid.as_raw()), Some(pg.gid.as_raw()))
+                .expect("chown");
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let c = PrivateCluster {
+            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            dir,
+            bindir: pg_bindir(),
+            port,
+        };
+        let data = c.data();
+        let out = c
+            .tool("initdb")
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--no-sync",
+                "--locale=C",
+                "-E",
+                "UTF8",
+            ])
+            .output()
+            .expect("initdb");
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        c.start_again();
+        c
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn tool(&self, name: &str) -> Command {
+        let mut cmd = if nix::unistd::geteuid().is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(self.bindir.join(name));
+            c
+        } else {
+            Command::new(self.bindir.join(name))
+        };
+        cmd.current_dir("/").stdin(Stdio::null());
+        cmd
+    }
+
+    fn pg_ctl(&self, args: &[&str]) -> std::process::Output {
+        self.tool("pg_ctl")
+            .arg("-D")
+            .arg(self.data())
+            .args(args)
+            .output()
+            .expect("pg_ctl")
+    }
+
+    /// Starts the (stopped) cluster on its port and waits until it accepts connections.
+    pub fn start_again(&self) {
+        let opts = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories={} -c fsync=off",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("postgres.log");
+        let out = self.pg_ctl(&[
+            "-w",
+            "-t",
+            "60",
+            "-l",
+            log.to_str().expect("utf-8 path"),
+            "-o",
+            &opts,
+            "start",
+        ]);
+        assert!(
+            out.status.success(),
+            "pg_ctl start: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+
+    /// Stops the cluster (`pg_ctl stop -m fast`: sessions are ended, as in a database restart).
+    pub fn stop(&self) {
+        let out = self.pg_ctl(&["-m", "fast", "-w", "stop"]);
+        assert!(
+            out.status.success(),
+            "pg_ctl stop: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = self.pg_ctl(&["-m", "immediate", "-w", "stop"]);
     }
 }

@@ -176,6 +176,15 @@ pub struct GlobalArgs {
         default_value_t = 16
     )]
     pub db_pool_size: u32,
+    /// Failed restarts in a row of a dead embedded PostgreSQL after which `/healthz` answers 503
+    /// (restarts go on; an orchestrator should restart the process).
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_DB_RESTART_ATTEMPTS",
+        default_value_t = 5
+    )]
+    pub db_restart_attempts: u32,
     /// Where the git export keeps one bare repository per project, `<team>/<name>.git`
     /// [default: <data-dir>/git]. Replicas must share it.
     #[arg(long, global = true, env = "MEMSYNC_EXPORT_DIR")]
@@ -244,6 +253,7 @@ pub struct Config {
     pub max_changes_per_push: usize,
     pub request_timeout: Duration,
     pub db_pool_size: u32,
+    pub db_restart_attempts: u32,
     pub export: ExportConfig,
 }
 
@@ -275,6 +285,7 @@ impl Config {
             max_changes_per_push: g.max_changes_per_push,
             request_timeout: g.request_timeout,
             db_pool_size: g.db_pool_size.max(2),
+            db_restart_attempts: g.db_restart_attempts.max(1),
             export: ExportConfig {
                 dir: std::path::absolute(&export_dir).unwrap_or(export_dir),
                 interval: g.export_interval.max(Duration::from_millis(50)),

@@ -39,7 +39,7 @@ pub enum ApiError {
     #[error("{message}")]
     Unavailable { message: String },
     #[error("internal error")]
-    Internal(#[from] anyhow::Error),
+    Internal(#[source] anyhow::Error),
 }
 
 impl ApiError {
@@ -106,12 +106,50 @@ impl ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
-        match e {
-            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => ApiError::Unavailable {
-                message: "the database is unavailable; retry shortly".into(),
-            },
-            other => ApiError::Internal(other.into()),
+        if database_unavailable(&e) {
+            tracing::warn!(error = %e, "database unavailable");
+            return db_unavailable();
         }
+        ApiError::Internal(e.into())
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> Self {
+        match e.chain().find_map(|c| c.downcast_ref::<sqlx::Error>()) {
+            Some(db) if database_unavailable(db) => {
+                tracing::warn!(error = format!("{e:#}"), "database unavailable");
+                db_unavailable()
+            }
+            _ => ApiError::Internal(e),
+        }
+    }
+}
+
+fn db_unavailable() -> ApiError {
+    ApiError::Unavailable {
+        message: "the database is unavailable; retry shortly".into(),
+    }
+}
+
+/// True for errors that say the database could not be reached or the connection was lost, not
+/// that the request or the code is wrong: no connection to be had (the pool timed out, or the
+/// supervisor made it fail fast while the database is down), the connection broke mid-request,
+/// or the server ended the session (SQLSTATE class 08 connection exception, 57P01-57P05 admin or
+/// crash shutdown, starting up, dropped database, idle-session timeout, and 53300 too many
+/// connections). A write cut off this way may or may not have committed; a retry with the same
+/// idempotency key finds out.
+pub fn database_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_) => true,
+        sqlx::Error::Database(d) => d
+            .code()
+            .is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c == "53300"),
+        _ => false,
     }
 }
 
@@ -143,3 +181,34 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_or_missing_connections_answer_503_other_database_errors_500() {
+        let broken = sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert_eq!(
+            ApiError::from(broken).status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            ApiError::from(sqlx::Error::PoolTimedOut).code(),
+            "unavailable"
+        );
+        let wrapped = anyhow::Error::new(sqlx::Error::PoolClosed).context("exporting");
+        assert_eq!(
+            ApiError::from(wrapped).status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            ApiError::from(sqlx::Error::RowNotFound).status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            ApiError::from(anyhow::anyhow!("a bug")).status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+}

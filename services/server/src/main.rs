@@ -83,11 +83,12 @@ fn keys(cfg: &Config) -> anyhow::Result<Keys> {
 async fn serve(cfg: Config) -> anyhow::Result<()> {
     cfg.export.validate()?;
     let keys = Arc::new(keys(&cfg)?);
-    let db = Database::open(&cfg).await?;
+    let mut db = Database::open_to_serve(&cfg).await?;
     if let Err(e) = db.migrate().await {
         db.close().await;
         return Err(e);
     }
+    let db_health = db.supervise(cfg.db_restart_attempts);
     let revocations = Revocations::default();
     revocations.reload(&db.pool).await?;
     revocations.spawn_watcher(db.pool.clone());
@@ -105,6 +106,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         },
         metrics: Arc::default(),
         max_body_bytes: cfg.max_body_bytes,
+        db_health,
     };
     let app = http::router(state, cfg.request_timeout);
     let listener = match tokio::net::TcpListener::bind(cfg.listen).await {
@@ -272,6 +274,13 @@ fn existing_installation(cfg: &Config) -> anyhow::Result<()> {
     let dir = std::path::absolute(&cfg.data_dir).unwrap_or_else(|_| cfg.data_dir.clone());
     let how = "Point at the server's data dir with --data-dir or MEMSYNC_DATA_DIR (the directory                `memsync-server` was started with; by default ./memsync-data in the directory it was                started from), pass the server's --database-url, or manage tokens through the                running server's API with `memsync-server token --server URL …` and a server-admin                token in MEMSYNC_ADMIN_TOKEN";
     if cfg.database_url.is_none() && !dir.join("postgres").join("PG_VERSION").is_file() {
+        if let Some(server) = db::embedded::server_lock_holder(&dir) {
+            bail!(
+                "the embedded PostgreSQL of memsync-server ({server}) in {} is not there: the \
+                 server is restarting it (see its log); retry in a few seconds",
+                dir.display()
+            );
+        }
         bail!(
             "no memsync installation in {}: it holds no embedded PostgreSQL (this command never creates one). {how}",
             dir.display()

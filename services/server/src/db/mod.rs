@@ -1,8 +1,10 @@
 //! Connecting to PostgreSQL (external by URL, or the embedded cluster) and migrating it.
 
 pub mod embedded;
+pub mod supervisor;
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -10,18 +12,32 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, PgPool};
 
 use crate::config::Config;
-pub use embedded::EmbeddedPostgres;
+pub use embedded::{EmbeddedPostgres, Purpose};
+use supervisor::Supervisor;
+pub use supervisor::{DbHealth, Phase};
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
 /// An open pool, plus the embedded cluster behind it when there is one.
 pub struct Database {
     pub pool: PgPool,
-    pub embedded: Option<EmbeddedPostgres>,
+    pub embedded: Option<Arc<EmbeddedPostgres>>,
+    supervisor: Option<Supervisor>,
 }
 
 impl Database {
+    /// Opens the database for a command (`migrate`, `token …`, `export rebuild`): an embedded
+    /// cluster a live server owns is borrowed.
     pub async fn open(cfg: &Config) -> anyhow::Result<Database> {
+        Database::open_for(cfg, Purpose::Command).await
+    }
+
+    /// Opens the database for `serve`: refuses an embedded cluster another live server owns.
+    pub async fn open_to_serve(cfg: &Config) -> anyhow::Result<Database> {
+        Database::open_for(cfg, Purpose::Serve).await
+    }
+
+    async fn open_for(cfg: &Config, purpose: Purpose) -> anyhow::Result<Database> {
         let (options, embedded) = match &cfg.database_url {
             Some(url) => {
                 let opts = PgConnectOptions::from_str(url.expose())
@@ -30,10 +46,15 @@ impl Database {
             }
             None => {
                 let data_dir = cfg.data_dir.clone();
-                let pg = tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&data_dir))
-                    .await??;
-                ensure_database(&pg).await?;
-                (pg.connect_options(embedded::DATABASE), Some(pg))
+                let pg = tokio::task::spawn_blocking(move || {
+                    EmbeddedPostgres::start(&data_dir, purpose)
+                })
+                .await??;
+                if let Err(e) = ensure_database(&pg).await {
+                    pg.stop();
+                    return Err(e);
+                }
+                (pg.connect_options(embedded::DATABASE), Some(Arc::new(pg)))
             }
         };
         let options = options
@@ -47,7 +68,11 @@ impl Database {
             .connect_with(options)
             .await;
         match pool {
-            Ok(pool) => Ok(Database { pool, embedded }),
+            Ok(pool) => Ok(Database {
+                pool,
+                embedded,
+                supervisor: None,
+            }),
             Err(e) => {
                 if let Some(pg) = &embedded {
                     pg.stop();
@@ -64,8 +89,21 @@ impl Database {
             .context("applying database migrations")
     }
 
-    /// Closes the pool, then stops the embedded cluster if this process started it.
+    /// Starts supervising the database (see `supervisor`): the returned handle reports its
+    /// state to `/readyz` and `/healthz`.
+    pub fn supervise(&mut self, restart_attempts: u32) -> DbHealth {
+        let s = self.supervisor.get_or_insert_with(|| {
+            Supervisor::spawn(self.pool.clone(), self.embedded.clone(), restart_attempts)
+        });
+        s.health()
+    }
+
+    /// Stops the supervisor, closes the pool, then stops the embedded cluster if this process
+    /// started it.
     pub async fn close(self) {
+        if let Some(s) = self.supervisor {
+            s.shutdown().await;
+        }
         self.pool.close().await;
         if let Some(pg) = self.embedded {
             let _ = tokio::task::spawn_blocking(move || pg.stop()).await;

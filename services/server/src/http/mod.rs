@@ -35,6 +35,8 @@ pub struct AppState {
     pub limits: SyncLimits,
     pub metrics: Arc<metrics::Metrics>,
     pub max_body_bytes: usize,
+    /// The database's state as the supervisor sees it, for `/readyz` and `/healthz`.
+    pub db_health: crate::db::DbHealth,
 }
 
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -215,11 +217,22 @@ async fn method_not_allowed() -> Response {
     (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
 }
 
-async fn healthz() -> impl IntoResponse {
-    Json(serde_json::json!({ "status": "ok" }))
+/// Liveness: 200 unless the embedded PostgreSQL could not be restarted, which only a restart of
+/// the process may fix.
+async fn healthz(State(state): State<AppState>) -> Response {
+    if state.db_health.healthy() {
+        return Json(serde_json::json!({ "status": "ok" })).into_response();
+    }
+    database_503(
+        "unhealthy: the embedded PostgreSQL died and cannot be restarted; restart memsync-server",
+        &state,
+    )
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {
+    if state.db_health.status().phase != crate::db::Phase::Up {
+        return database_503("not ready: the database is down", &state);
+    }
     match crate::db::ready(&state.pool).await {
         Ok(()) => Json(serde_json::json!({ "status": "ready" })).into_response(),
         Err(reason) => {
@@ -230,6 +243,21 @@ async fn readyz(State(state): State<AppState>) -> Response {
             .into_response()
         }
     }
+}
+
+/// 503 `unavailable` with the supervisor's view of the database in `details`.
+fn database_503(message: &str, state: &AppState) -> Response {
+    let mut body = ApiError::Unavailable {
+        message: message.to_owned(),
+    }
+    .body();
+    body.error.details = state.db_health.details();
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, HeaderValue::from_static("2"))],
+        Json(body),
+    )
+        .into_response()
 }
 
 pub(crate) fn request_id(headers: &HeaderMap) -> Option<&str> {
