@@ -6,6 +6,7 @@
 
 pub mod corpus;
 pub mod feedback_corpus;
+pub mod spec;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -365,12 +366,21 @@ impl Client {
         }
     }
 
+    /// Sends a request; a JSON answer is checked against `openapi.yaml` (see [`spec`]).
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
-        let r = req.send().await.expect("request");
+        let req = req.build().expect("request");
+        let (method, path) = (req.method().to_string(), req.url().path().to_owned());
+        let r = self.http.execute(req).await.expect("request");
         let status = r.status().as_u16();
         let headers = r.headers().clone();
         let text = r.text().await.expect("body");
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let is_json = headers
+            .get(reqwest::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+        if is_json && let Err(e) = spec::spec().check(&method, &path, status, &body) {
+            panic!("the answer does not match openapi.yaml: {e}\n{text}");
+        }
         Resp {
             status,
             headers,
