@@ -577,3 +577,113 @@ async fn a_purged_memory_cannot_come_back_through_a_retry() {
         sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_writes_with_an_idempotency_key_apply_once() {
+    let (server, db) = Server::start().await;
+    let out = server.cli(&["token", "issue", "--user", "root", "--admin"]);
+    let root = server.client(String::from_utf8_lossy(&out.stdout).trim());
+    let ann = server.client(&server.token("ann", &["acme:admin"]));
+    let post = |c: &Client, path: &str, body: Value, key: &str| {
+        let req = c
+            .http
+            .post(format!("{}{path}", c.base))
+            .bearer_auth(&c.token)
+            .header("idempotency-key", key)
+            .json(&body);
+        let c = c.clone();
+        async move { c.send(req).await }
+    };
+
+    // Token issue: the retry gets the same token, and only one exists.
+    let body = json!({ "user": "dave", "teams": { "acme": "member" } });
+    let first = post(&root, "/v1/admin/tokens", body.clone(), "issue-1").await;
+    assert_eq!(first.status, 201, "{}", first.text);
+    let again = post(&root, "/v1/admin/tokens", body.clone(), "issue-1").await;
+    assert_eq!(again.status, 201, "{}", again.text);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body["token"], first.body["token"]);
+    assert_eq!(again.body["jti"], first.body["jti"]);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM tokens WHERE sub = 'dave'").await,
+        1
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM audit_log WHERE action = 'token_issue' AND details->>'sub' = 'dave'").await,
+        1
+    );
+    // The stored answer names the token; it does not hold it.
+    let token = first.body["token"].as_str().unwrap();
+    assert_no_row_contains(&db, token).await;
+    let other = post(
+        &root,
+        "/v1/admin/tokens",
+        json!({ "user": "erin", "teams": { "acme": "member" } }),
+        "issue-1",
+    )
+    .await;
+    assert_eq!(
+        (other.status, other.code()),
+        (422, "idempotency_key_reused")
+    );
+
+    // Delete and purge: a retry after the action committed is answered as the first was.
+    let r = ann
+        .push(
+            "acme/api",
+            &batch(vec![
+                put("a.md", &note("a", "A.\n"), None),
+                put("b.md", &note("b", "B.\n"), None),
+            ]),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let del = json!({ "path": "a.md", "reason": "stale" });
+    let d1 = post(
+        &ann,
+        "/v1/admin/projects/acme/api/delete",
+        del.clone(),
+        "del-1",
+    )
+    .await;
+    assert_eq!(d1.status, 200, "{}", d1.text);
+    let d2 = post(
+        &ann,
+        "/v1/admin/projects/acme/api/delete",
+        del.clone(),
+        "del-1",
+    )
+    .await;
+    assert_eq!(d2.status, 200, "{}", d2.text);
+    assert_eq!(d2.body, d1.body);
+    // Without the key, the same request is a new one: the file is gone.
+    assert_eq!(
+        ann.post("/v1/admin/projects/acme/api/delete", &del)
+            .await
+            .status,
+        404
+    );
+    let pg = json!({ "path": "b.md", "reason": "leak" });
+    let p1 = post(
+        &ann,
+        "/v1/admin/projects/acme/api/purge",
+        pg.clone(),
+        "purge-1",
+    )
+    .await;
+    assert_eq!(p1.status, 200, "{}", p1.text);
+    let p2 = post(
+        &ann,
+        "/v1/admin/projects/acme/api/purge",
+        pg.clone(),
+        "purge-1",
+    )
+    .await;
+    assert_eq!(p2.status, 200, "{}", p2.text);
+    assert_eq!(p2.headers["idempotent-replayed"], "true");
+    assert_eq!(p2.body["versions_purged"], p1.body["versions_purged"]);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM audit_log WHERE action = 'purge'").await,
+        1
+    );
+}

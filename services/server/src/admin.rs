@@ -9,6 +9,7 @@ use sqlx::{PgConnection, PgPool};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::idempotent::{self, Idem};
 use crate::store::audit::{self, AuditEvent};
 use crate::store::history::{self, AuditFilter, AuditRow, ProjectRow, Version};
 use crate::store::memories;
@@ -212,9 +213,39 @@ pub struct AdminAct<'a> {
     pub project: &'a ProjectId,
     pub reason: &'a str,
     pub request_id: Option<&'a str>,
+    /// The request's `Idempotency-Key`: its answer is stored with the action.
+    pub idem: Option<Idem>,
 }
 
 impl AdminAct<'_> {
+    /// The answer of an earlier request with this key (a retry), if there was one.
+    pub async fn replay(&self, pool: &PgPool) -> ApiResult<Option<(u16, serde_json::Value)>> {
+        idempotent::lookup(
+            pool,
+            self.project.into(),
+            &self.principal.claims.sub,
+            self.idem.as_ref(),
+        )
+        .await
+    }
+
+    /// Stores the answer in the action's transaction.
+    async fn remember(
+        &self,
+        tx: &mut PgConnection,
+        answer: &impl serde::Serialize,
+    ) -> ApiResult<()> {
+        idempotent::remember(
+            tx,
+            self.project.into(),
+            &self.principal.claims.sub,
+            self.idem.as_ref(),
+            200,
+            answer,
+        )
+        .await
+    }
+
     fn meta(&self) -> PushMeta<'_> {
         PushMeta {
             project: self.project,
@@ -317,6 +348,7 @@ pub async fn delete(
         json!({ "reason": reason }),
     )
     .await?;
+    act.remember(&mut tx, &resp).await?;
     tx.commit().await?;
     Ok(resp)
 }
@@ -371,6 +403,7 @@ pub async fn restore(
         json!({ "reason": reason, "from_revision": revision }),
     )
     .await?;
+    act.remember(&mut tx, &resp).await?;
     tx.commit().await?;
     Ok(resp)
 }
@@ -378,8 +411,12 @@ pub async fn restore(
 /// Erases a path's content from every stored version (and every stored push answer), after
 /// deleting it for everyone, in one transaction with its audit rows: either all of it happened
 /// or none. The audit log keeps who purged which path and why, not the content.
-/// What a committed purge did.
+/// What a committed purge did (the answer of the purge route).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Purged {
+    pub project: String,
+    pub path: String,
+    #[serde(rename = "versions_purged")]
     pub versions: u64,
     /// False when the git export could not be rewritten yet: its history still holds the content
     /// until the exporter retries the rewrite.
@@ -435,20 +472,38 @@ pub async fn purge(
         json!({ "reason": reason, "versions": n }),
     )
     .await?;
+    let mut answer = Purged {
+        project: project.to_string(),
+        path: p.to_string(),
+        versions: n,
+        export_rewritten: false,
+    };
+    act.remember(&mut tx, &answer).await?;
     tx.commit().await?;
     // The git export's history still holds the content: rewrite it from Postgres now. The purge
     // is done whatever happens here; a failed rewrite is retried from the rebuild request.
-    let export_rewritten = match crate::export::rewrite_after_purge(pool, project).await {
-        Ok(()) => true,
+    match crate::export::rewrite_after_purge(pool, project).await {
+        Ok(()) => {
+            answer.export_rewritten = true;
+            if let Some(idem) = &act.idem
+                && let Ok(v) = serde_json::to_value(&answer)
+            {
+                // Best effort: a retry that reads `false` learns the rewrite is pending.
+                let _ = crate::store::idempotency::update(
+                    pool,
+                    project.into(),
+                    &act.principal.claims.sub,
+                    &idem.key,
+                    &v,
+                )
+                .await;
+            }
+        }
         Err(e) => {
             tracing::warn!(error = %e, %project, "rewriting the git export after a purge failed; the exporter retries it");
-            false
         }
-    };
-    Ok(Purged {
-        versions: n,
-        export_rewritten,
-    })
+    }
+    Ok(answer)
 }
 
 pub async fn projects(pool: &PgPool, principal: &Principal) -> ApiResult<Vec<ProjectRow>> {

@@ -8,6 +8,7 @@ mod error;
 mod export;
 mod guard;
 mod http;
+mod idempotent;
 mod remote;
 mod store;
 mod sync;
@@ -336,6 +337,7 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
                     sub: &by,
                     name: None,
                     request_id: None,
+                    idem: None,
                 };
                 let (token, claims) = tokens::issue(&db.pool, &keys, &actor, req)
                     .await
@@ -358,6 +360,7 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
                     sub: &by,
                     name: None,
                     request_id: None,
+                    idem: None,
                 };
                 match tokens::revoke(&db.pool, jti, &actor)
                     .await

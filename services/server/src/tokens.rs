@@ -12,7 +12,9 @@ use uuid::Uuid;
 
 use crate::auth::{Claims, Keys};
 use crate::error::{ApiError, ApiResult};
+use crate::idempotent::{self, Idem};
 use crate::store::audit::{self, AuditEvent};
+use crate::store::idempotency::TOKENS;
 use crate::store::tokens::{self, Revoked};
 
 /// Who issues or revokes: a principal of the admin API, or `cli:<user>` on the server's host.
@@ -20,6 +22,8 @@ pub struct Actor<'a> {
     pub sub: &'a str,
     pub name: Option<&'a str>,
     pub request_id: Option<&'a str>,
+    /// The request's `Idempotency-Key`, for issue over the API.
+    pub idem: Option<Idem>,
 }
 
 impl<'a> Actor<'a> {
@@ -98,6 +102,17 @@ pub async fn issue(
     let token = keys.sign(&claims)?;
     let mut tx = pool.begin().await?;
     tokens::insert(&mut tx, &claims, actor.sub).await?;
+    // The stored answer names the token, never holds it: a retry signs the same claims again.
+    let answer = json!({ "jti": claims.jti, "expires_at": claims.exp });
+    idempotent::remember(
+        &mut tx,
+        TOKENS,
+        actor.sub,
+        actor.idem.as_ref(),
+        201,
+        &answer,
+    )
+    .await?;
     audit::record(
         &mut *tx,
         &actor.event(
@@ -108,6 +123,30 @@ pub async fn issue(
     .await?;
     tx.commit().await?;
     Ok((token, claims))
+}
+
+/// The token an earlier issue with the same key signed, for a retry: signed again from its
+/// stored claims.
+pub async fn replay(
+    pool: &PgPool,
+    keys: &Keys,
+    actor: &Actor<'_>,
+) -> ApiResult<Option<(String, Claims)>> {
+    let Some((_, answer)) =
+        idempotent::lookup(pool, TOKENS, actor.sub, actor.idem.as_ref()).await?
+    else {
+        return Ok(None);
+    };
+    let jti = answer["jti"]
+        .as_str()
+        .and_then(|j| j.parse::<Uuid>().ok())
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("a stored token issue names no jti")))?;
+    let claims = tokens::claims(pool, jti, &keys.issuer, &keys.audience)
+        .await?
+        .ok_or_else(|| {
+            ApiError::Internal(anyhow::anyhow!("a stored token issue names an unknown jti"))
+        })?;
+    Ok(Some((keys.sign(&claims)?, claims)))
 }
 
 /// Revokes a token on every replica (NOTIFY in the same transaction), with its audit row.

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use memsync_core::text::Text;
 
-use super::{AppState, JsonBody, QueryParams, request_id};
+use super::{AppState, IdempotencyKey, JsonBody, QueryParams, replayed_response, request_id};
 use crate::admin;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -236,6 +236,7 @@ pub async fn delete(
     principal: Principal,
     Path((team, name)): Path<(String, String)>,
     headers: HeaderMap,
+    key: IdempotencyKey,
     body: JsonBody<AdminPathAction>,
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
@@ -245,7 +246,11 @@ pub async fn delete(
         project: &project,
         reason: &b.reason,
         request_id: request_id(&headers),
+        idem: key.with("admin_delete", &body.sha256),
     };
+    if let Some((status, answer)) = act.replay(&state.pool).await? {
+        return Ok(replayed_response(status, answer));
+    }
     let r = admin::delete(&state.pool, state.limits, &act, &b.path).await?;
     Ok(Json(r).into_response())
 }
@@ -255,6 +260,7 @@ pub async fn restore(
     principal: Principal,
     Path((team, name)): Path<(String, String)>,
     headers: HeaderMap,
+    key: IdempotencyKey,
     body: JsonBody<AdminRestore>,
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
@@ -264,7 +270,11 @@ pub async fn restore(
         project: &project,
         reason: &b.reason,
         request_id: request_id(&headers),
+        idem: key.with("admin_restore", &body.sha256),
     };
+    if let Some((status, answer)) = act.replay(&state.pool).await? {
+        return Ok(replayed_response(status, answer));
+    }
     let r = admin::restore(&state.pool, state.limits, &act, &b.path, b.revision).await?;
     Ok(Json(r).into_response())
 }
@@ -274,6 +284,7 @@ pub async fn purge(
     principal: Principal,
     Path((team, name)): Path<(String, String)>,
     headers: HeaderMap,
+    key: IdempotencyKey,
     body: JsonBody<AdminPathAction>,
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
@@ -283,15 +294,13 @@ pub async fn purge(
         project: &project,
         reason: &b.reason,
         request_id: request_id(&headers),
+        idem: key.with("purge", &body.sha256),
     };
+    if let Some((status, answer)) = act.replay(&state.pool).await? {
+        return Ok(replayed_response(status, answer));
+    }
     let p = admin::purge(&state.pool, state.limits, &act, &b.path).await?;
-    Ok(Json(json!({
-        "project": project.as_str(),
-        "path": b.path,
-        "versions_purged": p.versions,
-        "export_rewritten": p.export_rewritten,
-    }))
-    .into_response())
+    Ok(Json(p).into_response())
 }
 
 fn server_admin(principal: &Principal) -> ApiResult<()> {
@@ -314,15 +323,38 @@ pub async fn token_issue(
     State(state): State<AppState>,
     principal: Principal,
     headers: HeaderMap,
+    key: IdempotencyKey,
     body: JsonBody<TokenIssue>,
 ) -> ApiResult<Response> {
     server_admin(&principal)?;
-    let b = body.value;
     let actor = tokens::Actor {
         sub: &principal.claims.sub,
         name: Some(&principal.claims.name),
         request_id: request_id(&headers),
+        idem: key.with("token_issue", &body.sha256),
     };
+    let issued = |token: String, claims: &crate::auth::Claims, replayed: bool| {
+        let mut r = (
+            StatusCode::CREATED,
+            Json(TokenIssued {
+                token,
+                jti: claims.jti.to_string(),
+                expires_at: claims.exp,
+            }),
+        )
+            .into_response();
+        if replayed {
+            r.headers_mut().insert(
+                axum::http::HeaderName::from_static("idempotent-replayed"),
+                HeaderValue::from_static("true"),
+            );
+        }
+        r
+    };
+    if let Some((token, claims)) = tokens::replay(&state.pool, &state.keys, &actor).await? {
+        return Ok(issued(token, &claims, true));
+    }
+    let b = body.value;
     let req = tokens::IssueRequest {
         user: b.user,
         email: b.email,
@@ -331,15 +363,7 @@ pub async fn token_issue(
         ttl_secs: i64::from(b.ttl_days.unwrap_or(90).clamp(1, 3650)) * 86_400,
     };
     let (token, claims) = tokens::issue(&state.pool, &state.keys, &actor, req).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(TokenIssued {
-            token,
-            jti: claims.jti.to_string(),
-            expires_at: claims.exp,
-        }),
-    )
-        .into_response())
+    Ok(issued(token, &claims, false))
 }
 
 pub async fn token_revoke(
@@ -359,6 +383,7 @@ pub async fn token_revoke(
         sub: &principal.claims.sub,
         name: Some(&principal.claims.name),
         request_id: request_id(&headers),
+        idem: None,
     };
     match tokens::revoke(&state.pool, jti, &actor).await? {
         crate::store::tokens::Revoked::Unknown => {

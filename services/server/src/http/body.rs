@@ -93,6 +93,53 @@ where
     }
 }
 
+/// The optional `Idempotency-Key` header of a write: 1-200 visible ASCII characters.
+pub struct IdempotencyKey(pub Option<String>);
+
+impl IdempotencyKey {
+    /// The key with the hash of what this request asks (`what`: the route, `body`: its body).
+    pub fn with(self, what: &str, body: &Sha256) -> Option<crate::idempotent::Idem> {
+        self.0.map(|key| crate::idempotent::Idem {
+            key,
+            hash: Sha256::of(format!("{what}\n{}", body.to_hex()).as_bytes()).to_hex(),
+        })
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Some(v) = parts.headers.get("idempotency-key") else {
+            return Ok(IdempotencyKey(None));
+        };
+        v.to_str()
+            .ok()
+            .filter(|k| !k.is_empty() && k.len() <= 200 && k.bytes().all(|b| b.is_ascii_graphic()))
+            .map(|k| IdempotencyKey(Some(k.to_owned())))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_idempotency_key",
+                    "Idempotency-Key must be 1-200 visible ASCII characters, e.g. a UUID",
+                )
+            })
+    }
+}
+
+/// A stored answer, sent again for a retry.
+pub fn replayed_response(status: u16, body: serde_json::Value) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        axum::http::StatusCode::from_u16(status).unwrap_or(axum::http::StatusCode::OK),
+        [(
+            axum::http::HeaderName::from_static("idempotent-replayed"),
+            axum::http::HeaderValue::from_static("true"),
+        )],
+        axum::Json(body),
+    )
+        .into_response()
+}
+
 /// Query parameters whose every failure (a value of the wrong type, text with NUL or control
 /// characters) is a clear JSON 400, like a body's.
 pub struct QueryParams<T>(pub T);

@@ -25,7 +25,7 @@ use crate::auth::{Keys, Principal, Revocations};
 use crate::error::{ApiError, ApiResult};
 use crate::export::http::{self as git, GitPrincipal};
 use crate::sync::{self, Pull, PushMeta, PushOutcome, SyncLimits};
-pub use body::{JsonBody, QueryParams};
+pub use body::{IdempotencyKey, JsonBody, QueryParams, replayed_response};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -353,41 +353,20 @@ async fn push(
     principal: Principal,
     Path((team, name)): Path<(String, String)>,
     headers: HeaderMap,
+    IdempotencyKey(key): IdempotencyKey,
     body: JsonBody<memsync_core::wire::PushRequest>,
 ) -> ApiResult<Response> {
     let project = reachable(&principal, &team, &name)?;
-    let key = match headers.get("idempotency-key") {
-        None => None,
-        Some(v) => {
-            let k = v.to_str().ok().filter(|k| {
-                !k.is_empty() && k.len() <= 200 && k.bytes().all(|b| b.is_ascii_graphic())
-            });
-            Some(k.ok_or_else(|| {
-                ApiError::bad_request(
-                    "invalid_idempotency_key",
-                    "Idempotency-Key must be 1-200 visible ASCII characters, e.g. a UUID",
-                )
-            })?)
-        }
-    };
     let meta = PushMeta {
         project: &project,
         principal: &principal,
         request_id: request_id(&headers),
-        idempotency_key: key,
+        idempotency_key: key.as_deref(),
         request_hash: body.sha256.to_hex(),
     };
     match sync::push(&state.pool, state.limits, meta, body.value).await? {
         PushOutcome::Applied(resp) => Ok(Json(resp).into_response()),
-        PushOutcome::Replayed(status, stored) => Ok((
-            StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
-            [(
-                HeaderName::from_static("idempotent-replayed"),
-                HeaderValue::from_static("true"),
-            )],
-            Json(stored),
-        )
-            .into_response()),
+        PushOutcome::Replayed(status, stored) => Ok(replayed_response(status, stored)),
     }
 }
 

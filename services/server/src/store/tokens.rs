@@ -41,6 +41,48 @@ pub async fn insert(conn: &mut PgConnection, claims: &Claims, issued_by: &str) -
     Ok(())
 }
 
+type ClaimsRow = (
+    String,
+    String,
+    Option<String>,
+    serde_json::Value,
+    bool,
+    i64,
+    i64,
+);
+
+/// The claims of an issued token, to sign it again for an idempotent retry of its issue (HS256
+/// signing is deterministic: the same claims give the same token).
+pub async fn claims(
+    pool: &PgPool,
+    jti: Uuid,
+    issuer: &str,
+    audience: &str,
+) -> sqlx::Result<Option<Claims>> {
+    let row: Option<ClaimsRow> = sqlx::query_as(
+        "SELECT sub, name, email, teams, admin,
+                    extract(epoch FROM issued_at)::bigint, extract(epoch FROM expires_at)::bigint
+             FROM tokens WHERE jti = $1",
+    )
+    .bind(jti)
+    .fetch_optional(pool)
+    .await?;
+    Ok(
+        row.map(|(sub, name, email, teams, admin, iat, exp)| Claims {
+            sub,
+            name,
+            email,
+            teams: serde_json::from_value(teams).unwrap_or_default(),
+            admin,
+            jti,
+            iat,
+            exp,
+            iss: issuer.to_owned(),
+            aud: audience.to_owned(),
+        }),
+    )
+}
+
 type TokenRow = (
     Uuid,
     String,

@@ -247,7 +247,7 @@ pub async fn push(
     let actor = &meta.principal.claims;
     let audit_base = audit_base(&meta);
     if let Some(key) = meta.idempotency_key
-        && let Some(stored) = idempotency::find(pool, project, &actor.sub, key).await?
+        && let Some(stored) = idempotency::find(pool, project.into(), &actor.sub, key).await?
     {
         return replay(stored, &meta.request_hash);
     }
@@ -257,7 +257,7 @@ pub async fn push(
     let locked = lock(&mut tx, project).await?;
     // A concurrent retry with the same key may have committed while we waited for the lock.
     if let Some(key) = meta.idempotency_key
-        && let Some(stored) = idempotency::find(&mut *tx, project, &actor.sub, key).await?
+        && let Some(stored) = idempotency::find(&mut *tx, project.into(), &actor.sub, key).await?
     {
         return replay(stored, &meta.request_hash);
     }
@@ -270,16 +270,27 @@ pub async fn push(
     };
     if let Some(key) = meta.idempotency_key {
         let body = serde_json::to_value(&response).map_err(|e| ApiError::Internal(e.into()))?;
-        idempotency::store(
+        if !idempotency::store(
             &mut *tx,
-            project,
+            project.into(),
             &actor.sub,
             key,
             &meta.request_hash,
             200,
             &body,
         )
-        .await?;
+        .await?
+        {
+            // A concurrent retry with this key committed first: answer as it did.
+            drop(tx);
+            return match idempotency::find(pool, project.into(), &actor.sub, key).await? {
+                Some(stored) => replay(stored, &meta.request_hash),
+                None => Err(ApiError::Unavailable {
+                    message: "a request with this Idempotency-Key is being applied; retry shortly"
+                        .into(),
+                }),
+            };
+        }
     }
     tx.commit().await?;
     Ok(PushOutcome::Applied(response))
@@ -698,25 +709,8 @@ async fn layout_rules(
 }
 
 fn replay(stored: idempotency::Stored, request_hash: &str) -> ApiResult<PushOutcome> {
-    if stored.purged {
-        return Err(ApiError::Gone {
-            code: "purged",
-            message: "this push was applied, and an admin has since purged content it carried; \
-                      it is not applied again. Pull to bring your copy up to date"
-                .into(),
-        });
-    }
-    if stored.request_hash != request_hash {
-        return Err(ApiError::Unprocessable {
-            code: "idempotency_key_reused",
-            message: "this Idempotency-Key was already used for a different push; use a new key for a new push".into(),
-            details: json!({}),
-        });
-    }
-    Ok(PushOutcome::Replayed(
-        u16::try_from(stored.status).unwrap_or(200),
-        stored.response,
-    ))
+    let (status, body) = crate::idempotent::replayed(stored, request_hash)?;
+    Ok(PushOutcome::Replayed(status, body))
 }
 
 pub fn validation_failed(failures: Vec<Failure>) -> ApiError {
