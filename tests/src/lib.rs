@@ -433,6 +433,38 @@ impl Client {
     }
 }
 
+/// A random AWS access key id (AKIA + 16 base32 characters), made at run time.
+pub fn aws_key_id(seed: u64) -> String {
+    const B32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let body: String = (0..16)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            B32[(x >> 59) as usize % 32] as char
+        })
+        .collect();
+    // Assembled here so the source holds no key-shaped literal.
+    ["AK", "IA", &body].concat()
+}
+
+/// A random 40-character AWS secret access key.
+pub fn aws_secret(seed: u64) -> String {
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x = seed ^ 0x9e3779b97f4a7c15;
+    (0..40)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            B64[(x >> 58) as usize % 64] as char
+        })
+        .collect()
+}
+
 /// A valid memory file.
 pub fn memory(name: &str, description: &str, kind: &str, body: &str) -> String {
     format!("---\nname: {name}\ndescription: {description}\ntype: {kind}\n---\n{body}")
