@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::config::{Env, claude_dir, write_atomic};
+use crate::atomic::Durability;
+use crate::config::{Env, claude_dir};
 
 pub const SESSION_START_COMMAND: &str = "memsync hook session-start";
 pub const SESSION_END_COMMAND: &str = "memsync push --quiet";
@@ -117,7 +118,8 @@ pub fn install_hooks(settings_path: &Path) -> Result<InstallOutcome, ClaudeError
         if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir).map_err(write_err)?;
         }
-        write_atomic(&target, out.as_bytes(), None).map_err(write_err)?;
+        crate::atomic::write(&target, out.as_bytes(), None, Durability::Durable)
+            .map_err(write_err)?;
     }
 
     Ok(InstallOutcome {

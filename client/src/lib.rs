@@ -2,6 +2,7 @@
 //! pull/push engine behind the `memsync` command.
 
 pub mod api;
+pub mod atomic;
 pub mod check;
 pub mod claude;
 pub mod config;
