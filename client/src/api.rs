@@ -571,11 +571,13 @@ async fn json_or_error<T: serde::de::DeserializeOwned>(
             code,
             message: "the server does not know this API; it may be older than this client (upgrade it)".into(),
         },
+        // The server's own message says what is missing (a project, a path, a version); a
+        // body that is not memsync's gets one that names the project.
         StatusCode::NOT_FOUND => ApiError::NotFound(match project {
-            Some(project) => format!(
+            Some(project) if code.is_empty() => format!(
                 "project {project} not found on the server, or your token cannot reach it (a member's first push creates it)"
             ),
-            None => message,
+            _ => message,
         }),
         StatusCode::CONFLICT => match serde_json::from_value(details) {
             Ok(details) => ApiError::Conflict { message, details },

@@ -9,5 +9,6 @@ pub mod config;
 pub mod feedback;
 pub mod fsops;
 pub mod hook;
+pub mod paths;
 pub mod state;
 pub mod sync;

@@ -93,15 +93,21 @@ pub(crate) enum Cmd {
         offline: bool,
     },
     /// Show local changes (or, for a conflict, the server's version against yours).
-    Diff { path: Option<String> },
+    Diff {
+        /// A memory or directory of the team dir: absolute, relative to the current directory
+        /// when that points into the team dir, else relative to the team dir.
+        path: Option<PathBuf>,
+    },
     /// Settle a conflict.
     Resolve {
-        path: String,
+        /// The conflicted memory (a path like diff's).
+        path: PathBuf,
         #[arg(long, value_enum)]
         take: TakeArg,
     },
     /// Scan files or directories with the team-write guards (secrets, injection, policy).
     Scan {
+        /// Any file or directory (as given when it exists, else looked up in the team dir).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
@@ -116,6 +122,8 @@ pub(crate) enum Cmd {
     /// Hooks for coding agents.
     #[command(subcommand)]
     Hook(HookCmd),
+    /// Check everything a session needs (hook, server, token, clock, dirs) and say how to fix it.
+    Doctor,
     /// Add memsync's SessionStart and SessionEnd hooks to Claude Code's settings.
     InstallHook {
         /// Install into the user's ~/.claude/settings.json instead of the project's.
@@ -302,11 +310,12 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
             };
             cmd::sync::resolve(g, &cwd, &path, take)
         }
-        Cmd::Scan { paths } => cmd::check::scan(g, &paths),
+        Cmd::Scan { paths } => cmd::check::scan(g, &cwd, &paths),
         Cmd::Check => cmd::check::check(g, &cwd),
         Cmd::Allowlist(c) => cmd::allowlist::run(g, &cwd, c),
         Cmd::Admin(c) => cmd::admin::run(g, &cwd, c),
         Cmd::InstallHook { user } => cmd::hook::install_hook(g, &cwd, user),
+        Cmd::Doctor => cmd::doctor::run(g, &cwd),
         Cmd::Hook(HookCmd::SessionStart { .. }) => Ok(cmd::OK),
     }
 }

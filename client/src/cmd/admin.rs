@@ -4,17 +4,21 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use memsync::api::{ApiClient, AuditQuery};
+use memsync::api::{ApiClient, ApiError, AuditQuery};
+use memsync::config::Settings;
+use memsync::paths;
 use memsync_core::text::Text;
 use memsync_core::wire::{AdminPathAction, AdminRestore, TeamRole, TokenIssue};
 use memsync_core::{MemoryPath, ProjectId};
 use serde_json::json;
 
-use super::{Fail, api_client, require_project, runtime, settings_at};
+use super::{Fail, Need, OK, admin_failure, api_client, require_project, runtime, settings_at};
 use crate::{AdminCmd, Global, TokensCmd};
 
-fn memory_path(arg: &str) -> Result<MemoryPath, Fail> {
-    MemoryPath::parse(arg).map_err(|e| Fail::env(format!("{arg}: {e}")))
+/// A PATH argument as the memory it names (the same rule as every command: see `paths`).
+fn memory_path(arg: &str, cwd: &Path, settings: &Settings) -> Result<MemoryPath, Fail> {
+    let rel = paths::team_relative(Path::new(arg), cwd, &settings.team_dir).map_err(Fail::env)?;
+    MemoryPath::parse(&rel).map_err(|e| Fail::env(format!("{arg}: {e}")))
 }
 
 fn text(arg: &str) -> Result<Text, Fail> {
@@ -40,11 +44,48 @@ fn ttl_days(ttl: std::time::Duration) -> Result<u32, Fail> {
         .ok_or_else(|| Fail::env("--ttl: give at least one day, e.g. 30d"))
 }
 
+/// The command's name in messages, and the token it needs.
+fn describe(cmd: &AdminCmd, settings: &Settings) -> (String, Need) {
+    let team = |p: Option<&ProjectId>| {
+        Need::TeamAdmin(p.map_or_else(|| "TEAM".into(), |p| p.team().to_owned()))
+    };
+    let here = team(settings.project.as_ref());
+    match cmd {
+        AdminCmd::Audit { .. } => ("admin audit".into(), Need::SomeAdmin),
+        AdminCmd::History { .. } => ("admin history".into(), here),
+        AdminCmd::Show { .. } => ("admin show".into(), here),
+        AdminCmd::Diff { .. } => ("admin diff".into(), here),
+        AdminCmd::Rm { .. } => ("admin rm".into(), here),
+        AdminCmd::Restore { .. } => ("admin restore".into(), here),
+        AdminCmd::Purge { .. } => ("admin purge".into(), here),
+        AdminCmd::Tokens(t) => (
+            match t {
+                TokensCmd::List => "admin tokens list",
+                TokensCmd::Issue { .. } => "admin tokens issue",
+                TokensCmd::Revoke { .. } => "admin tokens revoke",
+            }
+            .into(),
+            Need::ServerAdmin,
+        ),
+        AdminCmd::Projects { archive, unarchive } => {
+            match archive.as_ref().or(unarchive.as_ref()) {
+                Some(name) => (
+                    "admin projects --archive/--unarchive".into(),
+                    team(name.parse::<ProjectId>().ok().as_ref()),
+                ),
+                None => ("admin projects".into(), Need::SomeAdmin),
+            }
+        }
+    }
+}
+
 pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
     let settings = settings_at(g, cwd)?;
     let api = api_client(g, &settings)?;
     let project = || require_project(&settings);
     let rt = runtime()?;
+    let (command, need) = describe(&cmd, &settings);
+    let refused = |e| admin_failure(e, &command, &need, &settings, &api, &rt);
     let out: serde_json::Value = match cmd {
         AdminCmd::Audit {
             team,
@@ -58,6 +99,13 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
             cursor,
             csv,
         } => {
+            if csv && g.json {
+                return Err(Fail::env("--csv and --json: choose one"));
+            }
+            let path = path
+                .map(|p| paths::team_relative(Path::new(&p), cwd, &settings.team_dir))
+                .transpose()
+                .map_err(Fail::env)?;
             let q = AuditQuery {
                 team,
                 project: of_project,
@@ -70,39 +118,48 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
                 cursor,
             };
             if csv {
-                print!("{}", rt.block_on(api.audit_csv(&q))?);
-                return Ok(0);
+                print!("{}", rt.block_on(api.audit_csv(&q)).map_err(refused)?);
+                return Ok(OK);
             }
-            rt.block_on(api.audit(&q))?
+            rt.block_on(api.audit(&q)).map_err(refused)?
         }
         AdminCmd::History { path } => {
-            rt.block_on(api.history(&project()?, &memory_path(&path)?))?
+            let path = memory_path(&path, cwd, &settings)?;
+            rt.block_on(api.history(&project()?, &path))
+                .map_err(refused)?
         }
         AdminCmd::Show { path, revision } => {
-            let v = rt.block_on(api.version(&project()?, &memory_path(&path)?, revision))?;
+            let path = memory_path(&path, cwd, &settings)?;
+            let v = rt
+                .block_on(api.version(&project()?, &path, revision))
+                .map_err(refused)?;
             if !g.json {
                 match v["content"].as_str() {
                     Some(c) => print!("{c}"),
                     None => println!("(no content: a deletion or a purged version)"),
                 }
-                return Ok(0);
+                return Ok(OK);
             }
             v
         }
         AdminCmd::Diff { path, from, to } => {
-            let v = rt.block_on(api.version_diff(&project()?, &memory_path(&path)?, from, to))?;
+            let path = memory_path(&path, cwd, &settings)?;
+            let v = rt
+                .block_on(api.version_diff(&project()?, &path, from, to))
+                .map_err(refused)?;
             if !g.json {
                 print!("{}", v["diff"].as_str().unwrap_or_default());
-                return Ok(0);
+                return Ok(OK);
             }
             v
         }
         AdminCmd::Rm { path, reason } => {
             let req = AdminPathAction {
-                path: text(memory_path(&path)?.as_str())?,
+                path: text(memory_path(&path, cwd, &settings)?.as_str())?,
                 reason,
             };
-            rt.block_on(api.admin_delete(&project()?, &req))?
+            rt.block_on(api.admin_delete(&project()?, &req))
+                .map_err(refused)?
         }
         AdminCmd::Restore {
             path,
@@ -110,11 +167,12 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
             reason,
         } => {
             let req = AdminRestore {
-                path: text(memory_path(&path)?.as_str())?,
+                path: text(memory_path(&path, cwd, &settings)?.as_str())?,
                 revision,
                 reason,
             };
-            rt.block_on(api.admin_restore(&project()?, &req))?
+            rt.block_on(api.admin_restore(&project()?, &req))
+                .map_err(refused)?
         }
         AdminCmd::Purge { path, reason, yes } => {
             if !yes {
@@ -123,14 +181,15 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
                 ));
             }
             let req = AdminPathAction {
-                path: text(memory_path(&path)?.as_str())?,
+                path: text(memory_path(&path, cwd, &settings)?.as_str())?,
                 reason,
             };
-            rt.block_on(api.admin_purge(&project()?, &req))?
+            rt.block_on(api.admin_purge(&project()?, &req))
+                .map_err(refused)?
         }
-        AdminCmd::Tokens(t) => match tokens(g, &api, &rt, t)? {
+        AdminCmd::Tokens(t) => match tokens(g, &api, &rt, t, &refused)? {
             Some(v) => v,
-            None => return Ok(0),
+            None => return Ok(OK),
         },
         AdminCmd::Projects { archive, unarchive } => {
             match archive.map(|a| (a, true)).or(unarchive.map(|u| (u, false))) {
@@ -138,9 +197,9 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
                     let p: ProjectId = name
                         .parse()
                         .map_err(|e| Fail::env(format!("{name}: {e}")))?;
-                    rt.block_on(api.archive(&p, archived))?
+                    rt.block_on(api.archive(&p, archived)).map_err(refused)?
                 }
-                None => rt.block_on(api.projects())?,
+                None => rt.block_on(api.projects()).map_err(refused)?,
             }
         }
     };
@@ -149,7 +208,7 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
     } else if !g.quiet {
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     }
-    Ok(0)
+    Ok(OK)
 }
 
 /// The tokens subcommands; None when the output is already printed.
@@ -158,9 +217,10 @@ fn tokens(
     api: &ApiClient,
     rt: &tokio::runtime::Runtime,
     cmd: TokensCmd,
+    refused: &dyn Fn(ApiError) -> Fail,
 ) -> Result<Option<serde_json::Value>, Fail> {
     Ok(Some(match cmd {
-        TokensCmd::List => rt.block_on(api.tokens())?,
+        TokensCmd::List => rt.block_on(api.tokens()).map_err(refused)?,
         TokensCmd::Issue {
             user,
             email,
@@ -178,13 +238,15 @@ fn tokens(
                 (None, Some(t)) => Some(ttl_days(t)?),
                 (None, None) => None,
             };
-            let issued = rt.block_on(api.token_issue(&TokenIssue {
-                user,
-                email,
-                teams,
-                admin,
-                ttl_days,
-            }))?;
+            let issued = rt
+                .block_on(api.token_issue(&TokenIssue {
+                    user,
+                    email,
+                    teams,
+                    admin,
+                    ttl_days,
+                }))
+                .map_err(refused)?;
             if !g.json {
                 // The token alone on stdout, so TOKEN=$(memsync admin tokens issue …) works.
                 println!("{}", issued.token);
@@ -193,7 +255,7 @@ fn tokens(
             serde_json::to_value(&issued).map_err(Fail::env)?
         }
         TokensCmd::Revoke { jti } => {
-            rt.block_on(api.token_revoke(&jti))?;
+            rt.block_on(api.token_revoke(&jti)).map_err(refused)?;
             json!({ "revoked": jti })
         }
     }))

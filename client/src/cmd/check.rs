@@ -3,14 +3,23 @@
 
 use std::path::{Path, PathBuf};
 
+use memsync::check::CheckReport;
 use memsync::fsops::TeamDir;
+use memsync::paths;
 use serde_json::json;
 
-use super::{Fail, settings_at};
+use super::{ENV, Fail, settings_at};
 use crate::Global;
 
-pub fn scan(g: &Global, paths: &[PathBuf]) -> Result<u8, Fail> {
-    let report = memsync::check::scan_paths(paths);
+pub fn scan(g: &Global, cwd: &Path, args: &[PathBuf]) -> Result<u8, Fail> {
+    // The team dir is only needed for paths that exist nowhere else; a scan works without any
+    // memsync configuration.
+    let team_dir = settings_at(g, cwd).ok().map(|s| s.team_dir);
+    let targets: Vec<PathBuf> = args
+        .iter()
+        .map(|a| paths::scan_target(a, cwd, team_dir.as_deref()))
+        .collect();
+    let report = memsync::check::scan_paths(&targets);
     if g.json {
         println!(
             "{}",
@@ -28,14 +37,17 @@ pub fn scan(g: &Global, paths: &[PathBuf]) -> Result<u8, Fail> {
         }
         if !g.quiet {
             println!(
-                "{} file(s) scanned, {} finding(s)",
+                "{} file(s) scanned, {} finding(s), {} path(s) not scanned",
                 report.files,
-                report.findings.len()
+                report.findings.len(),
+                report.errors.len()
             );
         }
     }
-    if !report.errors.is_empty() && report.files == 0 {
-        return Ok(2);
+    // A path that was asked for and could not be scanned is a usage error, even when the others
+    // were scanned: the user must not take its silence for a clean bill.
+    if !report.errors.is_empty() {
+        return Ok(ENV);
     }
     Ok(u8::from(!report.findings.is_empty()))
 }
@@ -82,14 +94,29 @@ pub fn check(g: &Global, cwd: &Path) -> Result<u8, Fail> {
             );
         }
         if !g.quiet {
-            println!(
-                "{}: {} file(s), {} finding(s), {} problem(s)",
-                report.team_dir.display(),
-                report.files,
-                report.findings.len(),
-                report.problems.len()
-            );
+            println!("{}", summary(&report));
         }
     }
     Ok(u8::from(report.has_errors()))
+}
+
+/// One line counting every kind of thing `check` printed above it.
+fn summary(r: &CheckReport) -> String {
+    let contradictions = r
+        .conflicts
+        .iter()
+        .filter(|c| c.kind == "contradiction")
+        .count();
+    let errors = r.problems.iter().filter(|p| p.error).count();
+    format!(
+        "{}: {} file(s), {} finding(s), {} contradiction(s) and {} related note(s) between private and team feedback, {} problem(s) ({} error(s), {} warning(s))",
+        r.team_dir.display(),
+        r.files,
+        r.findings.len(),
+        contradictions,
+        r.conflicts.len() - contradictions,
+        r.problems.len(),
+        errors,
+        r.problems.len() - errors,
+    )
 }

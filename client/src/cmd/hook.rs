@@ -23,21 +23,41 @@ pub fn install_hook(g: &Global, cwd: &Path, user: bool) -> Result<u8, Fail> {
         })?;
         memsync::claude::project_settings_path(&repo.root)
     };
-    let out = memsync::claude::install_hooks(&path).map_err(Fail::env)?;
+    // The hooks run this very binary by its absolute path: Claude Code's PATH may lack it.
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| Fail::env(format!("cannot tell where this memsync binary is: {e}")))?;
+    let out = memsync::claude::install_hooks(&path, &exe).map_err(Fail::env)?;
     if g.json {
         println!(
             "{}",
-            json!({ "settings": out.path, "changed": out.changed, "added": out.added })
+            json!({
+                "settings": out.path, "changed": out.changed, "added": out.added,
+                "updated": out.updated, "program": exe,
+            })
         );
     } else if !g.quiet {
-        if out.changed {
+        if !out.added.is_empty() {
             println!(
                 "added memsync's {} hook(s) to {}",
                 out.added.join(" and "),
                 out.path.display()
             );
-        } else {
-            println!("memsync's hooks are already in {}", out.path.display());
+        }
+        if !out.updated.is_empty() {
+            println!(
+                "memsync's {} hook(s) in {} now run {}",
+                out.updated.join(" and "),
+                out.path.display(),
+                exe.display()
+            );
+        }
+        if !out.changed {
+            println!(
+                "memsync's hooks are already in {}, running {}",
+                out.path.display(),
+                exe.display()
+            );
         }
     }
     Ok(0)

@@ -9,7 +9,7 @@ pub mod admin;
 pub mod allowlist;
 pub mod auth;
 pub mod check;
-
+pub mod doctor;
 pub mod hook;
 pub mod sync;
 
@@ -24,6 +24,7 @@ use memsync::fsops::TeamDir;
 use memsync::state::{State, StateStore};
 use memsync::sync::{Engine, SyncError};
 use memsync_core::ProjectId;
+use memsync_core::wire::{TeamRole, WhoAmI};
 use serde_json::json;
 
 use crate::Global;
@@ -232,6 +233,98 @@ pub fn progress(quiet: bool) -> impl Fn(usize, usize) {
                 eprintln!();
             }
         }
+    }
+}
+
+/// The token an admin command needs, for the message when the server refuses it.
+#[derive(Debug, Clone)]
+pub enum Need {
+    /// Member (or admin) of this team.
+    TeamMember(String),
+    /// Admin of this team (or a server admin).
+    TeamAdmin(String),
+    /// Admin of any team (sees that team's part) or a server admin (sees everything).
+    SomeAdmin,
+    ServerAdmin,
+}
+
+impl std::fmt::Display for Need {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Need::TeamMember(team) => write!(
+                f,
+                "a token of team `{team}` (member or admin) or a server-admin token"
+            ),
+            Need::TeamAdmin(team) => write!(
+                f,
+                "a team-admin token for team `{team}` (issued with `--team {team}:admin`) or a server-admin token"
+            ),
+            Need::SomeAdmin => f.write_str(
+                "a team-admin token (it shows its teams' part) or a server-admin token (everything)",
+            ),
+            Need::ServerAdmin => f.write_str("a server-admin token (issued with `--admin`)"),
+        }
+    }
+}
+
+/// A failed admin request, with what token it needs when the server refused the one sent (403,
+/// or 404 for a project the token cannot reach: the server does not tell which).
+pub fn admin_failure(
+    e: ApiError,
+    command: &str,
+    need: &Need,
+    settings: &Settings,
+    api: &ApiClient,
+    rt: &tokio::runtime::Runtime,
+) -> Fail {
+    let team = match need {
+        Need::TeamAdmin(t) | Need::TeamMember(t) => Some(t.as_str()),
+        _ => None,
+    };
+    let me = match &e {
+        ApiError::Forbidden(_) => rt.block_on(api.whoami()).ok(),
+        ApiError::NotFound(_) if team.is_some() => match rt.block_on(api.whoami()) {
+            // The token reaches the team: the project or path is really not there.
+            Ok(me) if me.admin || team.is_some_and(|t| me.teams.contains_key(t)) => {
+                return Fail::env(e);
+            }
+            me => me.ok(),
+        },
+        _ => return Fail::env(e),
+    };
+    let origin = settings
+        .origins
+        .token
+        .clone()
+        .unwrap_or_else(|| "the configuration".into());
+    let whose = match me {
+        Some(me) => format!("{}'s token ({})", me.name, roles(&me)),
+        None => "the token".into(),
+    };
+    let server = api.server();
+    Fail::env(format!(
+        "{e}\n`memsync {command}` needs {need}. memsync sent {whose}, read from {origin}: admin commands read the token where every command does (--token, then MEMSYNC_TOKEN, then the credentials file of `memsync login`). \
+         To use another token: pass --token TOKEN or set MEMSYNC_TOKEN=TOKEN for this command, or store it with `memsync login --server {server}`."
+    ))
+}
+
+/// "acme:member, ops:admin, server admin", or "no team".
+pub fn roles(me: &WhoAmI) -> String {
+    let mut r: Vec<String> = me
+        .teams
+        .iter()
+        .map(|(t, role)| match role {
+            TeamRole::Admin => format!("{t}:admin"),
+            TeamRole::Member => format!("{t}:member"),
+        })
+        .collect();
+    if me.admin {
+        r.push("server admin".into());
+    }
+    if r.is_empty() {
+        "no team".into()
+    } else {
+        r.join(", ")
     }
 }
 

@@ -2,11 +2,12 @@
 
 use std::path::Path;
 
+use memsync::paths;
 use memsync::sync::{self, Report, Take};
 use memsync_core::MemoryPath;
 use serde_json::json;
 
-use super::{Fail, LOCK_WAIT, progress, runtime, session};
+use super::{ENV, Fail, LOCK_WAIT, OK, progress, runtime, session};
 use crate::Global;
 
 /// What a sync command does.
@@ -62,10 +63,11 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
     Ok(u8::from(problems))
 }
 
-pub fn resolve(g: &Global, cwd: &Path, path: &str, take: Take) -> Result<u8, Fail> {
+pub fn resolve(g: &Global, cwd: &Path, arg: &Path, take: Take) -> Result<u8, Fail> {
     let s = session(g, cwd, LOCK_WAIT)?;
     let mut state = s.load_state()?;
-    let path = MemoryPath::parse(path).map_err(|e| Fail::env(format!("{path}: {e}")))?;
+    let rel = paths::team_relative(arg, cwd, &s.settings.team_dir).map_err(Fail::env)?;
+    let path = MemoryPath::parse(&rel).map_err(|e| Fail::env(format!("{}: {e}", arg.display())))?;
     let msg = sync::resolve(&s.team, &s.store, &mut state, &path, take)?;
     if g.json {
         println!(
@@ -75,16 +77,49 @@ pub fn resolve(g: &Global, cwd: &Path, path: &str, take: Take) -> Result<u8, Fai
     } else if !g.quiet {
         println!("{msg}");
     }
-    Ok(0)
+    Ok(OK)
+}
+
+/// "3 files" / "1 file".
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The counts of what a report lists under its headline, the ones that are not zero.
+fn listed(r: &Report) -> String {
+    let parts: Vec<String> = [
+        (r.kept.len(), "local edit kept", "local edits kept"),
+        (r.conflicts.len(), "conflict", "conflicts"),
+        (r.refused.len(), "refused file", "refused files"),
+        (r.skipped.len(), "skipped entry", "skipped entries"),
+        (
+            usize::from(r.held_deletes.is_some()),
+            "held deletion batch",
+            "held deletion batches",
+        ),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| *n > 0)
+    .map(|(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", parts.join(", "))
+    }
 }
 
 fn print_report(what: &str, r: &Report, team_dir: &Path) {
+    let listed = listed(r);
     if what == "pull" {
         if r.not_modified {
-            println!("{}: up to date (revision {})", r.project, r.revision);
+            println!(
+                "{}: up to date (revision {}){listed}",
+                r.project, r.revision
+            );
         } else {
             println!(
-                "{}: pulled to revision {} into {}: {} updated, {} deleted, {} merged",
+                "{}: pulled to revision {} into {}: {} updated, {} deleted, {} merged{listed}",
                 r.project,
                 r.revision,
                 team_dir.display(),
@@ -93,14 +128,19 @@ fn print_report(what: &str, r: &Report, team_dir: &Path) {
                 r.merged.len()
             );
         }
+    } else if r.blocked {
+        println!("{}: push blocked, nothing was uploaded{listed}", r.project);
     } else if r.pushed.is_empty() && r.pushed_deletes.is_empty() {
-        println!("{}: nothing to push", r.project);
+        println!("{}: nothing pushed{listed}", r.project);
     } else {
         println!(
-            "{}: pushed {} file(s), {} deletion(s){}",
+            "{}: pushed {}, {}{}{}{listed}",
             r.project,
-            r.pushed.len(),
-            r.pushed_deletes.len(),
+            count(r.pushed.len(), "file"),
+            count(r.pushed_deletes.len(), "deletion"),
+            r.pushed_revision
+                .map(|v| format!(" as revision {v}"))
+                .unwrap_or_default(),
             if r.merged.is_empty() {
                 String::new()
             } else {
@@ -128,7 +168,7 @@ fn print_report(what: &str, r: &Report, team_dir: &Path) {
     }
     if r.blocked {
         println!(
-            "  nothing was uploaded: fix the findings above (or have a team admin allowlist a false alarm), then push again"
+            "  fix the findings above (or have a team admin allowlist a false alarm), then push again"
         );
     }
 }
@@ -166,13 +206,14 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
             s.settings.team_dir.display(),
             state.revision
         );
-        match (server_revision, &server_error) {
-            (Some(r), _) if r > state.revision => {
-                println!("  behind: the server is at revision {r}; run `memsync pull`")
-            }
-            (Some(_), _) => println!("  up to date with the server"),
-            (None, Some(e)) => println!("  server: {e}"),
-            (None, None) => {}
+        match server_revision {
+            Some(r) if r > state.revision => println!(
+                "  behind: the server is at revision {r} ({} newer); run `memsync pull`",
+                count(usize::try_from(r - state.revision).unwrap_or(0), "revision")
+            ),
+            Some(_) => println!("  up to date with the server"),
+            None if offline => println!("  (not asked the server: --offline)"),
+            None => {}
         }
         for p in &local.modified {
             println!("  modified {p}");
@@ -193,10 +234,18 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
             println!("  skipped  {}: {}", k.path, k.reason);
         }
     }
+    // The local part is shown either way, but a status that could not ask the server is not a
+    // success: the user may be behind without knowing it.
+    if let Some(e) = server_error {
+        if !g.json {
+            eprintln!("memsync: {e}");
+        }
+        return Ok(ENV);
+    }
     Ok(u8::from(problems))
 }
 
-pub fn diff(g: &Global, cwd: &Path, only: Option<&str>) -> Result<u8, Fail> {
+pub fn diff(g: &Global, cwd: &Path, only: Option<&Path>) -> Result<u8, Fail> {
     let s = session(g, cwd, LOCK_WAIT)?;
     let state = s.load_state()?;
     let local = sync::local_status(&s.team, &state).map_err(Fail::env)?;
@@ -208,17 +257,26 @@ pub fn diff(g: &Global, cwd: &Path, only: Option<&str>) -> Result<u8, Fail> {
         .cloned()
         .chain(local.conflicts.iter().map(|c| c.path.clone()))
         .collect();
-    if let Some(p) = only {
-        let p = MemoryPath::parse(p).map_err(|e| Fail::env(format!("{p}: {e}")))?;
-        paths.retain(|x| x == p.as_str());
+    if let Some(arg) = only {
+        let rel = paths::team_relative(arg, cwd, &s.settings.team_dir).map_err(Fail::env)?;
+        let under = |p: &str| rel.is_empty() || p == rel || p.starts_with(&format!("{rel}/"));
+        paths.retain(|p| under(p));
         if paths.is_empty() {
-            if !g.quiet && !g.json {
-                println!("{p}: no local changes");
+            let known =
+                s.settings.team_dir.join(&rel).exists() || state.files.keys().any(|p| under(p));
+            if !known {
+                return Err(Fail::env(format!(
+                    "{}: no such memory or directory in the team dir {}",
+                    arg.display(),
+                    s.settings.team_dir.display()
+                )));
             }
             if g.json {
                 println!("{}", json!({ "diffs": [] }));
+            } else if !g.quiet {
+                println!("{}: no local changes", arg.display());
             }
-            return Ok(0);
+            return Ok(OK);
         }
     }
     let mut diffs = Vec::new();
@@ -251,5 +309,5 @@ pub fn diff(g: &Global, cwd: &Path, only: Option<&str>) -> Result<u8, Fail> {
     if g.json {
         println!("{}", json!({ "diffs": diffs }));
     }
-    Ok(0)
+    Ok(OK)
 }
