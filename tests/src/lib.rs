@@ -737,6 +737,7 @@ pub async fn date_skewing_proxy(upstream: &str, skew_secs: i64) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let upstream = upstream.trim_end_matches('/').to_owned();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     tokio::spawn(async move {
         loop {

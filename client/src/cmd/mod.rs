@@ -108,7 +108,12 @@ pub fn usage_error(e: clap::Error) -> ExitCode {
     }
     let json = std::env::args_os().skip(1).any(|a| a == "--json");
     if json {
-        let message = e.kind().as_str().unwrap_or("invalid command line");
+        let rendered = e.to_string();
+        let message = rendered
+            .lines()
+            .next()
+            .unwrap_or("invalid command line")
+            .trim_start_matches("error: ");
         println!(
             "{}",
             json!({ "error": { "message": format!("{message} (see `memsync --help`)"), "exit_code": ENV } })

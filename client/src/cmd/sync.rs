@@ -139,7 +139,7 @@ fn print_report(what: &str, r: &Report, team_dir: &Path) {
             count(r.pushed.len(), "file"),
             count(r.pushed_deletes.len(), "deletion"),
             r.pushed_revision
-                .map(|v| format!(" as revision {v}"))
+                .map(|v| format!(" (revision {v})"))
                 .unwrap_or_default(),
             if r.merged.is_empty() {
                 String::new()
@@ -208,7 +208,7 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
         );
         match server_revision {
             Some(r) if r > state.revision => println!(
-                "  behind: the server is at revision {r} ({} newer); run `memsync pull`",
+                "  behind by {}: the server is at revision {r}; run `memsync pull`",
                 count(usize::try_from(r - state.revision).unwrap_or(0), "revision")
             ),
             Some(_) => println!("  up to date with the server"),
