@@ -299,19 +299,90 @@ fn rows_without_a_usable_server(down: i32) -> Vec<Row> {
         row("admin audit", ann, &["admin", "audit"], down),
         row("admin history", ann, &["admin", "history", "x.md"], down),
         row(
+            "admin show",
+            ann,
+            &["admin", "show", "x.md", "--revision", "1"],
+            down,
+        ),
+        row(
+            "admin diff",
+            ann,
+            &["admin", "diff", "x.md", "--from", "1", "--to", "2"],
+            down,
+        ),
+        row(
             "admin rm",
             ann,
             &["admin", "rm", "x.md", "--reason", "r"],
             down,
         ),
+        row(
+            "admin restore",
+            ann,
+            &[
+                "admin",
+                "restore",
+                "x.md",
+                "--revision",
+                "1",
+                "--reason",
+                "r",
+            ],
+            down,
+        ),
+        row(
+            "admin purge",
+            ann,
+            &["admin", "purge", "x.md", "--reason", "r", "--yes"],
+            down,
+        ),
         row("admin projects", ann, &["admin", "projects"], down),
+        row(
+            "admin projects --archive",
+            ann,
+            &["admin", "projects", "--archive", "acme/api"],
+            down,
+        ),
         row(
             "admin tokens list",
             root,
             &["admin", "tokens", "list"],
             down,
         ),
+        row(
+            "admin tokens issue",
+            root,
+            &[
+                "admin", "tokens", "issue", "--user", "zed", "--team", "acme",
+            ],
+            down,
+        ),
+        row(
+            "admin tokens revoke",
+            root,
+            &[
+                "admin",
+                "tokens",
+                "revoke",
+                "00000000-0000-4000-8000-000000000000",
+            ],
+            down,
+        ),
         row("allowlist list", alice, &["allowlist", "list"], down),
+        row_with("allowlist add", ann, down, |_, _| {
+            strings(&[
+                "allowlist",
+                "add",
+                &fingerprint("a"),
+                "--rule",
+                "r",
+                "--reason",
+                "x",
+            ])
+        }),
+        row_with("allowlist remove", ann, down, |_, _| {
+            strings(&["allowlist", "remove", &fingerprint("a")])
+        }),
     ]
 }
 
