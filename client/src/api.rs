@@ -3,13 +3,16 @@
 
 use std::time::{Duration, Instant};
 
-use memsync_core::ProjectId;
 use memsync_core::wire::{
-    Allowlist, AllowlistAdd, ConflictDetails, ErrorBody, ProjectInfo, PullResponse, PushRequest,
-    PushResponse, ValidationDetails, WhoAmI,
+    AdminPathAction, AdminRestore, Allowlist, AllowlistAdd, ConflictDetails, ErrorBody,
+    ProjectInfo, PullResponse, PushRequest, PushResponse, TokenIssue, TokenIssued,
+    ValidationDetails, WhoAmI,
 };
-use reqwest::StatusCode;
+use memsync_core::{MemoryPath, ProjectId};
 use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::{StatusCode, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -19,6 +22,9 @@ pub enum ApiError {
     Unauthenticated(String),
     #[error("{0}")]
     NotFound(String),
+    /// 403: the token is valid but may not do this.
+    #[error("the server refused: {0}")]
+    Forbidden(String),
     #[error("{message}")]
     Conflict {
         message: String,
@@ -60,7 +66,10 @@ pub enum Pulled {
 #[derive(Clone)]
 pub struct ApiClient {
     http: reqwest::Client,
+    /// The server as configured (normalised, no trailing `/`): the key of the sync state.
     base: String,
+    /// The same, parsed: every request URL is built from it.
+    base_url: Url,
     token: String,
     /// No request (retries included) goes past this instant.
     deadline: Option<Instant>,
@@ -68,9 +77,58 @@ pub struct ApiClient {
 
 const ATTEMPTS: u32 = 4;
 
+/// The filters of `memsync admin audit` (`GET /v1/admin/audit`).
+#[derive(Debug, Default, Clone)]
+pub struct AuditQuery {
+    pub team: Option<String>,
+    pub project: Option<String>,
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    pub path: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub limit: u32,
+    pub cursor: Option<i64>,
+}
+
+impl AuditQuery {
+    fn pairs(&self) -> Vec<(&'static str, String)> {
+        let mut q = vec![("limit", self.limit.to_string())];
+        for (k, v) in [
+            ("team", &self.team),
+            ("project", &self.project),
+            ("actor", &self.actor),
+            ("action", &self.action),
+            ("path", &self.path),
+            ("since", &self.since),
+            ("until", &self.until),
+        ] {
+            if let Some(v) = v {
+                q.push((k, v.clone()));
+            }
+        }
+        if let Some(c) = self.cursor {
+            q.push(("cursor", c.to_string()));
+        }
+        q
+    }
+}
+
+/// `POST /v1/admin/projects/{team}/{name}/archive`. Not in `memsync_core::wire` (yet): the
+/// server reads it as a private struct.
+#[derive(Debug, Serialize)]
+struct ArchiveRequest {
+    archived: bool,
+}
+
 impl ApiClient {
     pub fn new(server: &str, token: &str, timeout: Duration) -> Result<ApiClient, ApiError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let base = server.trim_end_matches('/').to_owned();
+        let base_url = Url::parse(&base)
+            .ok()
+            .filter(|u| !u.cannot_be_a_base())
+            .ok_or_else(|| ApiError::Protocol(format!("`{base}` is not a server URL")))?;
         let http = reqwest::Client::builder()
             .connect_timeout(timeout.min(Duration::from_secs(5)))
             .timeout(timeout)
@@ -79,7 +137,8 @@ impl ApiClient {
             .map_err(|e| ApiError::Protocol(format!("cannot build the HTTP client: {e}")))?;
         Ok(ApiClient {
             http,
-            base: server.trim_end_matches('/').to_owned(),
+            base,
+            base_url,
             token: token.to_owned(),
             deadline: None,
         })
@@ -93,6 +152,45 @@ impl ApiClient {
 
     pub fn server(&self) -> &str {
         &self.base
+    }
+
+    /// `<server>/<segments…>?<query>`, each segment and query value percent-encoded by `url`.
+    fn url(&self, segments: &[&str], query: &[(&str, String)]) -> Url {
+        let mut url = self.base_url.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        url
+    }
+
+    /// `/v1/projects/{team}/{name}/<rest…>`.
+    fn project_url(&self, project: &ProjectId, rest: &[&str], query: &[(&str, String)]) -> Url {
+        let mut segs = vec!["v1", "projects", project.team(), project.name()];
+        segs.extend_from_slice(rest);
+        self.url(&segs, query)
+    }
+
+    /// `/v1/admin/projects/{team}/{name}/<action>`.
+    fn admin_project_url(
+        &self,
+        project: &ProjectId,
+        action: &str,
+        query: &[(&str, String)],
+    ) -> Url {
+        self.url(
+            &[
+                "v1",
+                "admin",
+                "projects",
+                project.team(),
+                project.name(),
+                action,
+            ],
+            query,
+        )
     }
 
     async fn send(
@@ -151,16 +249,54 @@ impl ApiClient {
         }
     }
 
+    async fn get<T: DeserializeOwned>(
+        &self,
+        url: Url,
+        project: Option<&ProjectId>,
+    ) -> Result<T, ApiError> {
+        let resp = self.send(|| self.http.get(url.clone())).await?;
+        json_or_error(resp, project).await
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        url: Url,
+        body: &B,
+        project: Option<&ProjectId>,
+    ) -> Result<T, ApiError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| ApiError::Protocol(e.to_string()))?;
+        let resp = self
+            .send(|| {
+                self.http
+                    .post(url.clone())
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(bytes.clone())
+            })
+            .await?;
+        json_or_error(resp, project).await
+    }
+
+    /// DELETE; 204 is success.
+    async fn delete(&self, url: Url, project: Option<&ProjectId>) -> Result<(), ApiError> {
+        let resp = self.send(|| self.http.delete(url.clone())).await?;
+        if resp.status() == StatusCode::NO_CONTENT {
+            return Ok(());
+        }
+        json_or_error::<serde_json::Value>(resp, project)
+            .await
+            .map(|_| ())
+    }
+
     pub async fn pull(
         &self,
         project: &ProjectId,
         since: i64,
         etag: Option<&str>,
     ) -> Result<Pulled, ApiError> {
-        let url = format!("{}/v1/projects/{project}/changes?since={since}", self.base);
+        let url = self.project_url(project, &["changes"], &[("since", since.to_string())]);
         let resp = self
             .send(|| {
-                let mut r = self.http.get(&url);
+                let mut r = self.http.get(url.clone());
                 if let Some(t) = etag {
                     r = r.header(reqwest::header::IF_NONE_MATCH, t);
                 }
@@ -185,12 +321,12 @@ impl ApiClient {
         req: &PushRequest,
         idempotency_key: &str,
     ) -> Result<PushResponse, ApiError> {
-        let url = format!("{}/v1/projects/{project}/push", self.base);
+        let url = self.project_url(project, &["push"], &[]);
         let body = serde_json::to_vec(req).map_err(|e| ApiError::Protocol(e.to_string()))?;
         let resp = self
             .send(|| {
                 self.http
-                    .post(&url)
+                    .post(url.clone())
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
                     .header("idempotency-key", idempotency_key)
                     .body(body.clone())
@@ -200,15 +336,35 @@ impl ApiClient {
     }
 
     pub async fn whoami(&self) -> Result<WhoAmI, ApiError> {
-        let url = format!("{}/v1/me", self.base);
-        let resp = self.send(|| self.http.get(&url)).await?;
-        json_or_error(resp, None).await
+        self.get(self.url(&["v1", "me"], &[]), None).await
+    }
+
+    /// `GET /healthz` (no token needed): whether the server answers, and the time it says it is
+    /// (its `Date` header), for a clock check.
+    pub async fn health(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
+        let url = self.url(&["healthz"], &[]);
+        let resp = self.send(|| self.http.get(url.clone())).await?;
+        let date = resp
+            .headers()
+            .get(reqwest::header::DATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| chrono::DateTime::parse_from_rfc2822(s).ok())
+            .map(|t| t.with_timezone(&chrono::Utc));
+        json_or_error::<serde_json::Value>(resp, None).await?;
+        Ok(date)
+    }
+
+    pub async fn project_info(&self, project: &ProjectId) -> Result<ProjectInfo, ApiError> {
+        self.get(self.project_url(project, &[], &[]), Some(project))
+            .await
     }
 
     pub async fn allowlist(&self, project: &ProjectId) -> Result<Allowlist, ApiError> {
-        let url = format!("{}/v1/projects/{project}/allowlist", self.base);
-        let resp = self.send(|| self.http.get(&url)).await?;
-        json_or_error(resp, Some(project)).await
+        self.get(
+            self.project_url(project, &["allowlist"], &[]),
+            Some(project),
+        )
+        .await
     }
 
     pub async fn allowlist_add(
@@ -216,17 +372,12 @@ impl ApiClient {
         project: &ProjectId,
         add: &AllowlistAdd,
     ) -> Result<Allowlist, ApiError> {
-        let url = format!("{}/v1/projects/{project}/allowlist", self.base);
-        let body = serde_json::to_vec(add).map_err(|e| ApiError::Protocol(e.to_string()))?;
-        let resp = self
-            .send(|| {
-                self.http
-                    .post(&url)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.clone())
-            })
-            .await?;
-        json_or_error(resp, Some(project)).await
+        self.post(
+            self.project_url(project, &["allowlist"], &[]),
+            add,
+            Some(project),
+        )
+        .await
     }
 
     pub async fn allowlist_remove(
@@ -234,89 +385,152 @@ impl ApiClient {
         project: &ProjectId,
         fingerprint: &str,
     ) -> Result<(), ApiError> {
-        let url = format!(
-            "{}/v1/projects/{project}/allowlist/{fingerprint}",
-            self.base
-        );
-        let resp = self.send(|| self.http.delete(&url)).await?;
-        if resp.status() == StatusCode::NO_CONTENT {
-            return Ok(());
-        }
-        json_or_error::<serde_json::Value>(resp, Some(project))
+        self.delete(
+            self.project_url(project, &["allowlist", fingerprint], &[]),
+            Some(project),
+        )
+        .await
+    }
+
+    /// The audit log as JSON (`{"events","next_cursor"}`).
+    pub async fn audit(&self, q: &AuditQuery) -> Result<serde_json::Value, ApiError> {
+        self.get(self.url(&["v1", "admin", "audit"], &q.pairs()), None)
             .await
-            .map(|_| ())
     }
 
-    /// GET of any API path (e.g. `/v1/admin/audit?limit=10`), as JSON.
-    pub async fn get_json(
-        &self,
-        path: &str,
-        project: Option<&ProjectId>,
-    ) -> Result<serde_json::Value, ApiError> {
-        let url = format!("{}{path}", self.base);
-        let resp = self.send(|| self.http.get(&url)).await?;
-        json_or_error(resp, project).await
-    }
-
-    /// GET of any API path, as text (e.g. the audit log as CSV).
-    pub async fn get_text(
-        &self,
-        path: &str,
-        project: Option<&ProjectId>,
-    ) -> Result<String, ApiError> {
-        let url = format!("{}{path}", self.base);
-        let resp = self.send(|| self.http.get(&url)).await?;
+    /// The audit log as CSV.
+    pub async fn audit_csv(&self, q: &AuditQuery) -> Result<String, ApiError> {
+        let mut pairs = q.pairs();
+        pairs.push(("format", "csv".into()));
+        let url = self.url(&["v1", "admin", "audit"], &pairs);
+        let resp = self.send(|| self.http.get(url.clone())).await?;
         if resp.status().is_success() {
             return resp
                 .text()
                 .await
                 .map_err(|e| ApiError::Protocol(e.to_string()));
         }
-        json_or_error::<serde_json::Value>(resp, project)
+        json_or_error::<serde_json::Value>(resp, None)
             .await
             .map(|_| String::new())
     }
 
-    /// POST of a JSON body to any API path.
-    pub async fn post_json(
+    pub async fn history(
         &self,
-        path: &str,
-        body: &serde_json::Value,
-        project: Option<&ProjectId>,
+        project: &ProjectId,
+        path: &MemoryPath,
     ) -> Result<serde_json::Value, ApiError> {
-        let url = format!("{}{path}", self.base);
-        let bytes = serde_json::to_vec(body).map_err(|e| ApiError::Protocol(e.to_string()))?;
-        let resp = self
-            .send(|| {
-                self.http
-                    .post(&url)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(bytes.clone())
-            })
-            .await?;
-        json_or_error(resp, project).await
+        let q = [("path", path.to_string())];
+        self.get(
+            self.admin_project_url(project, "history", &q),
+            Some(project),
+        )
+        .await
     }
 
-    /// DELETE of any API path; 204 is success.
-    pub async fn delete_path(
+    pub async fn version(
         &self,
-        path: &str,
-        project: Option<&ProjectId>,
-    ) -> Result<(), ApiError> {
-        let url = format!("{}{path}", self.base);
-        let resp = self.send(|| self.http.delete(&url)).await?;
-        if resp.status() == StatusCode::NO_CONTENT {
-            return Ok(());
-        }
-        json_or_error::<serde_json::Value>(resp, project)
-            .await
-            .map(|_| ())
+        project: &ProjectId,
+        path: &MemoryPath,
+        revision: i64,
+    ) -> Result<serde_json::Value, ApiError> {
+        let q = [
+            ("path", path.to_string()),
+            ("revision", revision.to_string()),
+        ];
+        self.get(
+            self.admin_project_url(project, "version", &q),
+            Some(project),
+        )
+        .await
     }
 
-    pub async fn project_info(&self, project: &ProjectId) -> Result<ProjectInfo, ApiError> {
-        let url = format!("{}/v1/projects/{project}", self.base);
-        let resp = self.send(|| self.http.get(&url)).await?;
-        json_or_error(resp, Some(project)).await
+    pub async fn version_diff(
+        &self,
+        project: &ProjectId,
+        path: &MemoryPath,
+        from: i64,
+        to: i64,
+    ) -> Result<serde_json::Value, ApiError> {
+        let q = [
+            ("path", path.to_string()),
+            ("from", from.to_string()),
+            ("to", to.to_string()),
+        ];
+        self.get(self.admin_project_url(project, "diff", &q), Some(project))
+            .await
+    }
+
+    pub async fn admin_delete(
+        &self,
+        project: &ProjectId,
+        req: &AdminPathAction,
+    ) -> Result<serde_json::Value, ApiError> {
+        self.post(
+            self.admin_project_url(project, "delete", &[]),
+            req,
+            Some(project),
+        )
+        .await
+    }
+
+    pub async fn admin_restore(
+        &self,
+        project: &ProjectId,
+        req: &AdminRestore,
+    ) -> Result<serde_json::Value, ApiError> {
+        self.post(
+            self.admin_project_url(project, "restore", &[]),
+            req,
+            Some(project),
+        )
+        .await
+    }
+
+    pub async fn admin_purge(
+        &self,
+        project: &ProjectId,
+        req: &AdminPathAction,
+    ) -> Result<serde_json::Value, ApiError> {
+        self.post(
+            self.admin_project_url(project, "purge", &[]),
+            req,
+            Some(project),
+        )
+        .await
+    }
+
+    pub async fn projects(&self) -> Result<serde_json::Value, ApiError> {
+        self.get(self.url(&["v1", "admin", "projects"], &[]), None)
+            .await
+    }
+
+    pub async fn archive(
+        &self,
+        project: &ProjectId,
+        archived: bool,
+    ) -> Result<serde_json::Value, ApiError> {
+        self.post(
+            self.admin_project_url(project, "archive", &[]),
+            &ArchiveRequest { archived },
+            Some(project),
+        )
+        .await
+    }
+
+    pub async fn tokens(&self) -> Result<serde_json::Value, ApiError> {
+        self.get(self.url(&["v1", "admin", "tokens"], &[]), None)
+            .await
+    }
+
+    pub async fn token_issue(&self, req: &TokenIssue) -> Result<TokenIssued, ApiError> {
+        self.post(self.url(&["v1", "admin", "tokens"], &[]), req, None)
+            .await
+    }
+
+    pub async fn token_revoke(&self, jti: &str) -> Result<(), ApiError> {
+        self.delete(self.url(&["v1", "admin", "tokens", jti], &[]), None)
+            .await
     }
 }
 
@@ -351,16 +565,19 @@ async fn json_or_error<T: serde::de::DeserializeOwned>(
     };
     Err(match status {
         StatusCode::UNAUTHORIZED => ApiError::Unauthenticated(message),
+        StatusCode::FORBIDDEN => ApiError::Forbidden(message),
         StatusCode::NOT_FOUND if code == "not_found" && message.contains("no such route") => ApiError::Server {
             status: 404,
             code,
             message: "the server does not know this API; it may be older than this client (upgrade it)".into(),
         },
+        // The server's own message says what is missing (a project, a path, a version); a
+        // body that is not memsync's gets one that names the project.
         StatusCode::NOT_FOUND => ApiError::NotFound(match project {
-            Some(project) => format!(
+            Some(project) if code.is_empty() => format!(
                 "project {project} not found on the server, or your token cannot reach it (a member's first push creates it)"
             ),
-            None => message,
+            _ => message,
         }),
         StatusCode::CONFLICT => match serde_json::from_value(details) {
             Ok(details) => ApiError::Conflict { message, details },
@@ -376,4 +593,44 @@ async fn json_or_error<T: serde::de::DeserializeOwned>(
             message,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_built_by_url_not_by_hand() {
+        let api = ApiClient::new("https://m.example/base", "t", Duration::from_secs(1)).unwrap();
+        let p: ProjectId = "acme/api".parse().unwrap();
+        assert_eq!(
+            api.project_url(&p, &["changes"], &[("since", "4".into())])
+                .as_str(),
+            "https://m.example/base/v1/projects/acme/api/changes?since=4"
+        );
+        let path = MemoryPath::parse("dir/notes.md").unwrap();
+        assert_eq!(
+            api.admin_project_url(&p, "history", &[("path", path.to_string())])
+                .as_str(),
+            "https://m.example/base/v1/admin/projects/acme/api/history?path=dir%2Fnotes.md"
+        );
+        let q = AuditQuery {
+            actor: Some("bob & eve=1#x".into()),
+            limit: 5,
+            ..AuditQuery::default()
+        };
+        let url = api.url(&["v1", "admin", "audit"], &q.pairs());
+        assert_eq!(
+            url.as_str(),
+            "https://m.example/base/v1/admin/audit?limit=5&actor=bob+%26+eve%3D1%23x"
+        );
+        let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+        assert_eq!(pairs[1], ("actor".into(), "bob & eve=1#x".into()));
+        // A path segment never becomes two.
+        assert_eq!(
+            api.url(&["v1", "admin", "tokens", "a/../b?c"], &[])
+                .as_str(),
+            "https://m.example/base/v1/admin/tokens/a%2F..%2Fb%3Fc"
+        );
+    }
 }

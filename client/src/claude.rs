@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::config::{Env, claude_dir, write_atomic};
+use crate::atomic::Durability;
+use crate::config::{Env, claude_dir};
 
-pub const SESSION_START_COMMAND: &str = "memsync hook session-start";
-pub const SESSION_END_COMMAND: &str = "memsync push --quiet";
+/// The arguments of memsync's hooks, after the program.
+pub const SESSION_START_ARGS: &str = "hook session-start";
+pub const SESSION_END_ARGS: &str = "push --quiet";
 
 /// Seconds Claude Code waits for each hook; the pull inside has its own shorter deadline.
 const SESSION_START_TIMEOUT: u64 = 10;
@@ -22,7 +24,37 @@ pub struct InstallOutcome {
     pub changed: bool,
     /// The events that got a hook: `"SessionStart"`, `"SessionEnd"`.
     pub added: Vec<&'static str>,
+    /// The events whose memsync hook now runs another binary (the one that installed it).
+    pub updated: Vec<&'static str>,
 }
+
+/// One of memsync's hooks found in a settings.json.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstalledHook {
+    /// `SessionStart` or `SessionEnd`.
+    pub event: &'static str,
+    /// The command as written.
+    pub command: String,
+    /// The program it runs (shell quoting undone): an absolute path, or a bare name looked up
+    /// in `PATH`.
+    pub program: String,
+}
+
+/// memsync's two hooks: (event, what the key is called in messages, arguments, timeout).
+const HOOKS: [(&str, &str, &str, u64); 2] = [
+    (
+        "SessionStart",
+        "`hooks.SessionStart`",
+        SESSION_START_ARGS,
+        SESSION_START_TIMEOUT,
+    ),
+    (
+        "SessionEnd",
+        "`hooks.SessionEnd`",
+        SESSION_END_ARGS,
+        SESSION_END_TIMEOUT,
+    ),
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClaudeError {
@@ -61,10 +93,17 @@ pub fn user_settings_path(env: &dyn Env) -> Option<PathBuf> {
     claude_dir(env).map(|d| d.join("settings.json"))
 }
 
+/// The command a hook runs: `program` (shell-quoted when needed) and `args`.
+pub fn hook_command(program: &Path, args: &str) -> String {
+    format!("{} {args}", shell_quote(&program.to_string_lossy()))
+}
+
 /// Adds memsync's hooks to a Claude Code settings.json, keeping every other setting and hook.
-/// Hooks already present (any command containing memsync's) are left as they are, so running it
-/// twice changes nothing.
-pub fn install_hooks(settings_path: &Path) -> Result<InstallOutcome, ClaudeError> {
+/// Each runs `program` (the absolute path of the memsync that installs them), so the hooks work
+/// whatever `PATH` Claude Code has. memsync's hooks already there (a command whose program is
+/// named `memsync`, with memsync's arguments) keep their arguments and get `program`; running
+/// it twice changes nothing.
+pub fn install_hooks(settings_path: &Path, program: &Path) -> Result<InstallOutcome, ClaudeError> {
     // A settings.json that is a symlink (dotfile managers) is updated where it points, so the
     // link survives the rename.
     let target = match fs::symlink_metadata(settings_path) {
@@ -76,55 +115,86 @@ pub fn install_hooks(settings_path: &Path) -> Result<InstallOutcome, ClaudeError
         }
         _ => settings_path.to_path_buf(),
     };
+    let mut root =
+        read_settings(&target, settings_path)?.unwrap_or_else(|| Value::Object(Map::new()));
 
-    let text = match fs::read_to_string(&target) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            return Err(ClaudeError::Read {
-                path: settings_path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    let mut root = if text.trim().is_empty() {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_str(&text).map_err(|e| ClaudeError::InvalidJson {
+    let (added, updated) =
+        add_hooks(&mut root, program).map_err(|(key, expected)| ClaudeError::WrongType {
             path: settings_path.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            message: json_error_message(&e),
-        })?
-    };
+            key,
+            expected,
+        })?;
+    let changed = !added.is_empty() || !updated.is_empty();
 
-    let added = add_hooks(&mut root).map_err(|(key, expected)| ClaudeError::WrongType {
-        path: settings_path.to_path_buf(),
-        key,
-        expected,
-    })?;
-
-    if !added.is_empty() {
+    if changed {
         let mut out = serde_json::to_string_pretty(&root).map_err(|e| ClaudeError::Write {
             path: settings_path.to_path_buf(),
             source: io::Error::other(e),
         })?;
         out.push('\n');
-        let write_err = |source| ClaudeError::Write {
-            path: settings_path.to_path_buf(),
-            source,
-        };
-        if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(write_err)?;
-        }
-        write_atomic(&target, out.as_bytes(), None).map_err(write_err)?;
+        crate::atomic::write(&target, out.as_bytes(), None, Durability::Durable).map_err(
+            |source| ClaudeError::Write {
+                path: settings_path.to_path_buf(),
+                source,
+            },
+        )?;
     }
 
     Ok(InstallOutcome {
         path: settings_path.to_path_buf(),
-        changed: !added.is_empty(),
+        changed,
         added,
+        updated,
     })
+}
+
+/// memsync's hooks in a settings.json (none when the file does not exist).
+pub fn installed_hooks(settings_path: &Path) -> Result<Vec<InstalledHook>, ClaudeError> {
+    let Some(root) = read_settings(settings_path, settings_path)? else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    for (event, _, args, _) in HOOKS {
+        let mut commands = Vec::new();
+        if let Some(groups) = root.get("hooks").and_then(|h| h.get(event)) {
+            collect_commands(groups, &mut commands);
+        }
+        for command in commands {
+            if let Some((program, _)) = memsync_command(&command, args) {
+                found.push(InstalledHook {
+                    event,
+                    command,
+                    program,
+                });
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The parsed file, or None when it does not exist or is empty.
+fn read_settings(target: &Path, shown: &Path) -> Result<Option<Value>, ClaudeError> {
+    let text = match fs::read_to_string(target) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ClaudeError::Read {
+                path: shown.to_path_buf(),
+                source,
+            });
+        }
+    };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| ClaudeError::InvalidJson {
+            path: shown.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: json_error_message(&e),
+        })
 }
 
 /// serde_json's message without its own " at line L column C" suffix, which the error repeats.
@@ -138,7 +208,9 @@ fn json_error_message(e: &serde_json::Error) -> String {
 
 type TypeProblem = (&'static str, &'static str);
 
-fn add_hooks(root: &mut Value) -> Result<Vec<&'static str>, TypeProblem> {
+type Events = Vec<&'static str>;
+
+fn add_hooks(root: &mut Value, program: &Path) -> Result<(Events, Events), TypeProblem> {
     let root = root
         .as_object_mut()
         .ok_or(("the top level", "a JSON object"))?;
@@ -150,22 +222,8 @@ fn add_hooks(root: &mut Value) -> Result<Vec<&'static str>, TypeProblem> {
     }
     let hooks = hooks.as_object_mut().ok_or(("`hooks`", "a JSON object"))?;
 
-    let wanted = [
-        (
-            "SessionStart",
-            "`hooks.SessionStart`",
-            SESSION_START_COMMAND,
-            SESSION_START_TIMEOUT,
-        ),
-        (
-            "SessionEnd",
-            "`hooks.SessionEnd`",
-            SESSION_END_COMMAND,
-            SESSION_END_TIMEOUT,
-        ),
-    ];
     // Check every event before changing any, so an error leaves the document as it was.
-    for (event, key, _, _) in wanted {
+    for (event, key, _, _) in HOOKS {
         if let Some(v) = hooks.get(event)
             && !(v.is_array() || v.is_null())
         {
@@ -173,36 +231,150 @@ fn add_hooks(root: &mut Value) -> Result<Vec<&'static str>, TypeProblem> {
         }
     }
 
-    let mut added = Vec::new();
-    for (event, _, command, timeout) in wanted {
+    let quoted = shell_quote(&program.to_string_lossy());
+    let (mut added, mut updated) = (Vec::new(), Vec::new());
+    for (event, _, args, timeout) in HOOKS {
         let groups = hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()));
         if groups.is_null() {
             *groups = Value::Array(Vec::new());
         }
-        if has_command(groups, command) {
+        let (found, rewritten) = repoint(groups, args, &quoted);
+        if rewritten {
+            updated.push(event);
+        }
+        if found {
             continue;
         }
         if let Value::Array(groups) = groups {
             groups.push(json!({
-                "hooks": [{ "type": "command", "command": command, "timeout": timeout }]
+                "hooks": [{ "type": "command", "command": format!("{quoted} {args}"), "timeout": timeout }]
             }));
             added.push(event);
         }
     }
-    Ok(added)
+    Ok((added, updated))
 }
 
-/// Whether any `"command"` string anywhere under `value` contains `command`.
-fn has_command(value: &Value, command: &str) -> bool {
+/// Points every memsync hook with `args` under `value` at `quoted_program`: (any found, any
+/// changed).
+fn repoint(value: &mut Value, args: &str, quoted_program: &str) -> (bool, bool) {
+    let (mut found, mut changed) = (false, false);
     match value {
-        Value::Array(items) => items.iter().any(|v| has_command(v, command)),
-        Value::Object(map) => map.iter().any(|(k, v)| match v {
-            Value::String(s) => k == "command" && s.contains(command),
-            other => has_command(other, command),
-        }),
-        _ => false,
+        Value::Array(items) => {
+            for v in items {
+                let (f, c) = repoint(v, args, quoted_program);
+                found |= f;
+                changed |= c;
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                match v {
+                    Value::String(command) if k == "command" => {
+                        if let Some((_, rest)) = memsync_command(command, args) {
+                            found = true;
+                            let new = format!("{quoted_program}{rest}");
+                            if *command != new {
+                                *command = new;
+                                changed = true;
+                            }
+                        }
+                    }
+                    other => {
+                        let (f, c) = repoint(other, args, quoted_program);
+                        found |= f;
+                        changed |= c;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    (found, changed)
+}
+
+/// Every `"command"` string under `value`.
+fn collect_commands(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| collect_commands(v, out)),
+        Value::Object(map) => {
+            for (k, v) in map {
+                match v {
+                    Value::String(s) if k == "command" => out.push(s.clone()),
+                    other => collect_commands(other, out),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// When `command` runs a program named `memsync` whose arguments start with `args`: the program
+/// (quoting undone) and the rest of the command after it (arguments included, as written).
+fn memsync_command<'a>(command: &'a str, args: &str) -> Option<(String, &'a str)> {
+    let trimmed = command.trim_start();
+    let (program, rest) = first_word(trimmed)?;
+    let name = program.rsplit('/').next().unwrap_or(&program);
+    let wanted: Vec<&str> = args.split_whitespace().collect();
+    let given: Vec<&str> = rest.split_whitespace().take(wanted.len()).collect();
+    // `push --quiet` is memsync's, and so is a `push` someone edited the flags of.
+    let matches =
+        given == wanted || (wanted.first() == Some(&"push") && given.first() == Some(&"push"));
+    (name == "memsync" && matches).then_some((program, rest))
+}
+
+/// The first shell word of `s` (quotes and backslashes undone) and the rest of `s` after it.
+fn first_word(s: &str) -> Option<(String, &str)> {
+    let mut word = String::new();
+    let mut chars = s.char_indices().peekable();
+    let mut end = s.len();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\'' => loop {
+                match chars.next() {
+                    Some((_, '\'')) => break,
+                    Some((_, c)) => word.push(c),
+                    None => return None,
+                }
+            },
+            '"' => loop {
+                match chars.next() {
+                    Some((_, '"')) => break,
+                    Some((_, '\\')) => {
+                        if let Some((_, c)) = chars.next() {
+                            word.push(c);
+                        }
+                    }
+                    Some((_, c)) => word.push(c),
+                    None => return None,
+                }
+            },
+            '\\' => {
+                if let Some((_, c)) = chars.next() {
+                    word.push(c);
+                }
+            }
+            c if c.is_whitespace() => {
+                end = i;
+                break;
+            }
+            c => word.push(c),
+        }
+    }
+    (!word.is_empty()).then(|| (word, &s[end..]))
+}
+
+/// `s` as one shell word: as it is when it holds only safe characters, else in single quotes.
+fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c));
+    if safe {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 
@@ -210,6 +382,20 @@ fn has_command(value: &Value, command: &str) -> bool {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    const EXE: &str = "/opt/memsync/bin/memsync";
+
+    fn start() -> String {
+        format!("{EXE} {SESSION_START_ARGS}")
+    }
+
+    fn end() -> String {
+        format!("{EXE} {SESSION_END_ARGS}")
+    }
+
+    fn install_hooks(path: &Path) -> Result<InstallOutcome, ClaudeError> {
+        super::install_hooks(path, Path::new(EXE))
+    }
 
     fn read_json(path: &Path) -> Value {
         serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
@@ -229,8 +415,8 @@ mod tests {
         assert_eq!(
             read_json(&path),
             json!({"hooks": {
-                "SessionStart": [{"hooks": [{"type": "command", "command": SESSION_START_COMMAND, "timeout": 10}]}],
-                "SessionEnd": [{"hooks": [{"type": "command", "command": SESSION_END_COMMAND, "timeout": 30}]}],
+                "SessionStart": [{"hooks": [{"type": "command", "command": start(), "timeout": 10}]}],
+                "SessionEnd": [{"hooks": [{"type": "command", "command": end(), "timeout": 30}]}],
             }})
         );
     }
@@ -267,7 +453,7 @@ mod tests {
         let start = v["hooks"]["SessionStart"].as_array().unwrap();
         assert_eq!(start.len(), 2);
         assert_eq!(start[0]["hooks"][0]["command"], "echo hi");
-        assert_eq!(start[1]["hooks"][0]["command"], SESSION_START_COMMAND);
+        assert_eq!(start[1]["hooks"][0]["command"], self::start());
         assert_eq!(
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o640
@@ -281,22 +467,90 @@ mod tests {
     }
 
     #[test]
-    fn existing_memsync_commands_count_as_installed() {
+    fn existing_memsync_hooks_are_repointed_keeping_their_arguments() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("settings.json");
         fs::write(
             &path,
-            r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"/opt/bin/memsync hook session-start --deadline 2s"}]}]}}"#,
+            r#"{"hooks":{"SessionStart":[{"hooks":[
+                {"type":"command","command":"memsync hook session-start --deadline 2s"},
+                {"type":"command","command":"echo memsync hook session-start"}]}]}}"#,
         )
         .unwrap();
         let out = install_hooks(&path).unwrap();
         assert_eq!(out.added, ["SessionEnd"]);
+        assert_eq!(out.updated, ["SessionStart"]);
+        let v = read_json(&path);
+        let hooks = v["hooks"]["SessionStart"][0]["hooks"].as_array().unwrap();
+        assert_eq!(hooks.len(), 2);
         assert_eq!(
-            read_json(&path)["hooks"]["SessionStart"]
-                .as_array()
-                .unwrap()
-                .len(),
-            1
+            hooks[0]["command"],
+            format!("{EXE} hook session-start --deadline 2s")
+        );
+        assert_eq!(hooks[1]["command"], "echo memsync hook session-start");
+        assert_eq!(v["hooks"]["SessionStart"].as_array().unwrap().len(), 1);
+
+        // Installed by another memsync binary: the hooks follow the new one.
+        let moved = super::install_hooks(&path, Path::new("/home/a b/bin/memsync")).unwrap();
+        assert_eq!(moved.updated, ["SessionStart", "SessionEnd"]);
+        assert!(moved.added.is_empty());
+        let found = installed_hooks(&path).unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.iter().all(|h| h.program == "/home/a b/bin/memsync"));
+        assert_eq!(
+            found[0].command,
+            "'/home/a b/bin/memsync' hook session-start --deadline 2s"
+        );
+        assert_eq!(found[1].event, "SessionEnd");
+    }
+
+    #[test]
+    fn commands_are_recognised_by_program_name_and_arguments() {
+        for (cmd, args, program) in [
+            (
+                "memsync hook session-start",
+                SESSION_START_ARGS,
+                Some("memsync"),
+            ),
+            (
+                "/usr/local/bin/memsync  hook session-start",
+                SESSION_START_ARGS,
+                Some("/usr/local/bin/memsync"),
+            ),
+            (
+                "'/a b/memsync' push --quiet",
+                SESSION_END_ARGS,
+                Some("/a b/memsync"),
+            ),
+            (
+                "\"/a b/memsync\" push",
+                SESSION_END_ARGS,
+                Some("/a b/memsync"),
+            ),
+            (
+                "/a\\ b/memsync push --quiet",
+                SESSION_END_ARGS,
+                Some("/a b/memsync"),
+            ),
+            ("memsync push --quiet", SESSION_START_ARGS, None),
+            ("memsync-old hook session-start", SESSION_START_ARGS, None),
+            ("echo memsync hook session-start", SESSION_START_ARGS, None),
+            ("'unterminated memsync push", SESSION_END_ARGS, None),
+        ] {
+            assert_eq!(
+                memsync_command(cmd, args).map(|(p, _)| p).as_deref(),
+                program,
+                "{cmd}"
+            );
+        }
+        assert_eq!(shell_quote("/usr/bin/memsync"), "/usr/bin/memsync");
+        assert_eq!(
+            shell_quote("/it's here/memsync"),
+            "'/it'\\''s here/memsync'"
+        );
+        assert_eq!(
+            first_word(&shell_quote("/it's here/memsync")).unwrap().0,
+            "/it's here/memsync"
         );
     }
 

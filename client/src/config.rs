@@ -6,15 +6,16 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use memsync_core::project::ProjectIdError;
 use memsync_core::{ProjectId, Sha256};
 use serde::{Deserialize, Serialize};
+
+use crate::atomic::Durability;
 
 pub const ENV_SERVER: &str = "MEMSYNC_SERVER";
 pub const ENV_TOKEN: &str = "MEMSYNC_TOKEN";
@@ -98,6 +99,8 @@ pub struct Settings {
     pub server: Option<String>,
     pub token: Option<Token>,
     pub project: Option<ProjectId>,
+    /// Where `server`, `token` and `project` came from, for messages.
+    pub origins: Origins,
     pub repo: Option<Repo>,
     pub private_dir: PathBuf,
     pub team_dir: PathBuf,
@@ -105,6 +108,14 @@ pub struct Settings {
     pub state_dir: PathBuf,
     /// The `.memsync.toml` that was read, if any.
     pub config_file: Option<PathBuf>,
+}
+
+/// Where a setting came from, in words: "the --token flag", "MEMSYNC_TOKEN", a file's path.
+#[derive(Debug, Default, Clone)]
+pub struct Origins {
+    pub server: Option<String>,
+    pub token: Option<String>,
+    pub project: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -565,28 +576,45 @@ pub fn resolve(cwd: &Path, flags: &Overrides, env: &dyn Env) -> Result<Settings,
             .default_server()
             .map(|s| (s.to_string(), creds.origin()));
     }
+    let server_origin = server.as_ref().map(|(_, origin)| origin.clone());
     let server = server
         .map(|(value, origin)| normalize_server(&value, &origin))
         .transpose()?;
 
-    let token = match first_set([
-        (flags.token.clone(), &|| String::new()),
-        (env_var(env, ENV_TOKEN), &|| String::new()),
+    let (token, token_origin) = match first_set([
+        (flags.token.clone(), &|| "the --token flag".to_string()),
+        (env_var(env, ENV_TOKEN), &|| ENV_TOKEN.to_string()),
     ]) {
-        Some((token, _)) => Some(Token(token.trim().to_string())),
+        Some((token, origin)) => (Some(Token(token.trim().to_string())), Some(origin)),
         None => match &server {
-            Some(server) => load_once(&mut credentials, env)?.token_for(server),
-            None => None,
+            Some(server) => {
+                let creds = load_once(&mut credentials, env)?;
+                let token = creds.token_for(server);
+                let origin = token.as_ref().map(|_| {
+                    format!(
+                        "{} (stored for {server} by `memsync login`)",
+                        creds.origin()
+                    )
+                });
+                (token, origin)
+            }
+            None => (None, None),
         },
     };
 
-    let project = match first_set([
+    let (project, project_origin) = match first_set([
         (flags.project.clone(), &|| "the --project flag".to_string()),
         (env_var(env, ENV_PROJECT), &|| ENV_PROJECT.to_string()),
         (file.project.clone(), &file_origin),
     ]) {
-        Some((value, origin)) => Some(parse_project(&value, &origin)?),
-        None => repo.as_ref().and_then(origin_project),
+        Some((value, origin)) => (Some(parse_project(&value, &origin)?), Some(origin)),
+        None => {
+            let project = repo.as_ref().and_then(origin_project);
+            let origin = project
+                .as_ref()
+                .map(|_| "the repository's `origin` remote".to_string());
+            (project, origin)
+        }
     };
 
     // Relative dirs: from flags and the environment against cwd, from the file against its repo.
@@ -652,6 +680,11 @@ pub fn resolve(cwd: &Path, flags: &Overrides, env: &dyn Env) -> Result<Settings,
         server,
         token,
         project,
+        origins: Origins {
+            server: server_origin,
+            token: token_origin,
+            project: project_origin,
+        },
         repo,
         private_dir,
         team_dir,
@@ -711,9 +744,11 @@ impl ProjectFile {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        write_atomic(path, text.as_bytes(), None).map_err(|source| ConfigError::Write {
-            path: path.to_path_buf(),
-            source,
+        crate::atomic::write(path, text.as_bytes(), None, Durability::Durable).map_err(|source| {
+            ConfigError::Write {
+                path: path.to_path_buf(),
+                source,
+            }
         })
     }
 }
@@ -894,69 +929,10 @@ impl Credentials {
             fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(write_err)?;
         }
         let contents = format!("{CREDENTIALS_HEADER}{text}");
-        write_atomic(&path, contents.as_bytes(), Some(0o600)).map_err(write_err)?;
+        crate::atomic::write(&path, contents.as_bytes(), Some(0o600), Durability::Durable)
+            .map_err(write_err)?;
         Ok(path)
     }
-}
-
-/// Replaces `path` with `contents` so that readers see the old file or the new one, never a mix:
-/// a temp file in the same directory, fsync, rename, fsync of the directory. The mode is `mode`,
-/// else the replaced file's, else the umask default.
-pub(crate) fn write_atomic(path: &Path, contents: &[u8], mode: Option<u32>) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path has no file name"))?;
-    let mode = match mode {
-        Some(m) => Some(m),
-        None => match fs::metadata(path) {
-            Ok(meta) => Some(meta.permissions().mode() & 0o7777),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e),
-        },
-    };
-
-    let (tmp, mut file) = loop {
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(
-            ".tmp.{}.{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let tmp = dir.join(tmp_name);
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(if mode.is_some() { 0o600 } else { 0o666 })
-            .open(&tmp)
-        {
-            Ok(file) => break (tmp, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    };
-    let result = (|| {
-        if let Some(mode) = mode {
-            file.set_permissions(fs::Permissions::from_mode(mode))?;
-        }
-        file.write_all(contents)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result?;
-    // Makes the rename durable; some file systems refuse fsync on a directory, which is harmless.
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -2,11 +2,13 @@
 //! pull/push engine behind the `memsync` command.
 
 pub mod api;
+pub mod atomic;
 pub mod check;
 pub mod claude;
 pub mod config;
 pub mod feedback;
 pub mod fsops;
 pub mod hook;
+pub mod paths;
 pub mod state;
 pub mod sync;

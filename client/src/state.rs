@@ -8,11 +8,12 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use memsync_core::Sha256;
 use serde::{Deserialize, Serialize};
+
+use crate::atomic::Durability;
 
 pub const STATE_VERSION: u32 = 1;
 
@@ -157,12 +158,12 @@ impl StateStore {
         if self.bases_dirty.get() {
             let bytes = serde_json::to_vec(&*self.bases())
                 .map_err(|e| StateError::Corrupt(self.dir.join("bases.json"), e.to_string()))?;
-            write_file(&self.dir.join("bases.json"), &bytes, false)?;
+            write_atomic(&self.dir.join("bases.json"), &bytes, Durability::Cache)?;
             self.bases_dirty.set(false);
         }
         let bytes = serde_json::to_vec_pretty(state)
             .map_err(|e| StateError::Corrupt(self.dir.join("state.json"), e.to_string()))?;
-        write_atomic(&self.dir.join("state.json"), &bytes)
+        write_atomic(&self.dir.join("state.json"), &bytes, Durability::Durable)
     }
 
     fn blob_path(&self, kind: &str, path: &str) -> PathBuf {
@@ -218,7 +219,7 @@ impl StateStore {
     pub fn set_server_version(&self, path: &str, content: Option<&[u8]>) -> Result<(), StateError> {
         let p = self.blob_path("conflicts", path);
         match content {
-            Some(c) => write_atomic(&p, c),
+            Some(c) => write_atomic(&p, c, Durability::Durable),
             None => {
                 let _ = std::fs::remove_file(&p);
                 Ok(())
@@ -234,7 +235,7 @@ impl StateStore {
     pub fn backup_local(&self, path: &str, content: &[u8]) -> Result<PathBuf, StateError> {
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S");
         let p = self.blob_path("replaced", &format!("{path}.{stamp}"));
-        write_atomic(&p, content)?;
+        write_atomic(&p, content, Durability::Durable)?;
         Ok(p)
     }
 }
@@ -249,39 +250,12 @@ fn remove_stale_temps(dir: &Path) {
         let name = e.file_name().to_string_lossy().into_owned();
         if ft.is_dir() {
             remove_stale_temps(&e.path());
-        } else if ft.is_file() && name.starts_with('.') && name.contains(".tmp-") {
+        } else if ft.is_file() && crate::atomic::is_temp_name(&name) {
             let _ = std::fs::remove_file(e.path());
         }
     }
 }
 
-/// Writes `path` atomically: a temp file in the same dir, fsync, rename, fsync of the dir.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
-    write_file(path, bytes, true)
-}
-
-fn write_file(path: &Path, bytes: &[u8], durable: bool) -> Result<(), StateError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("state"),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = (|| {
-        let mut f = File::options().write(true).create_new(true).open(&tmp)?;
-        f.write_all(bytes)?;
-        if durable {
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, path)?;
-        if durable {
-            File::open(dir)?.sync_all()?;
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io(path))
+fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> Result<(), StateError> {
+    crate::atomic::write(path, bytes, None, durability).map_err(io(path))
 }

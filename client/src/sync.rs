@@ -28,6 +28,9 @@ pub enum SyncError {
     State(#[from] StateError),
     #[error("{0}")]
     Refused(String),
+    /// The command asked for something that is not there (exit 2, like any usage error).
+    #[error("{0}")]
+    Usage(String),
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -60,6 +63,9 @@ pub struct Report {
     pub project: String,
     /// The revision the team dir now reflects.
     pub revision: i64,
+    /// The revision an accepted push created (None: it created none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pushed_revision: Option<i64>,
     pub not_modified: bool,
     /// Files written or updated from the server.
     pub updated: Vec<String>,
@@ -153,6 +159,10 @@ impl Engine<'_> {
     ) -> Result<(), SyncError> {
         self.store
             .set_server_version(path, server.map(|(c, _)| c))?;
+        // A conflict seen again (the server's side moved on) keeps the local version it was
+        // first recorded with: the file may hold the user's half-done merge since, which must
+        // not be taken for the untouched local version (`resolve --take merged` would redo it).
+        let local = state.conflicts.get(path).map_or(local, |c| c.local_sha256);
         state.conflicts.insert(
             path.to_owned(),
             ConflictRecord {
@@ -589,6 +599,9 @@ impl Engine<'_> {
             match self.api.push(self.project, &req, &key).await {
                 Ok(resp) => {
                     self.apply_push_response(state, &mut report, &resp, &sent)?;
+                    record_own_revision(state, &resp);
+                    report.revision = state.revision;
+                    report.pushed_revision = resp.created_revision.then_some(resp.revision);
                     for c in &changes {
                         match c.op {
                             PushOp::Put => report.pushed.push(c.path.clone()),
@@ -811,6 +824,18 @@ impl Engine<'_> {
     }
 }
 
+/// After an accepted push: when the push's revision directly follows the one the team dir
+/// reflects, nobody else pushed in between, and the answer carried every change of that revision
+/// (now applied, or kept as a local edit to push), so the team dir reflects it as a pull would
+/// have. Otherwise the revisions in between are someone else's and the next pull brings them.
+fn record_own_revision(state: &mut State, resp: &PushResponse) {
+    if resp.created_revision && resp.revision == state.revision + 1 {
+        state.revision = resp.revision;
+        // The next pull asks from here without a stale tag (a cheap empty answer).
+        state.etag = None;
+    }
+}
+
 /// How the local team dir differs from what was last synced.
 #[derive(Debug, Default, Serialize)]
 pub struct LocalStatus {
@@ -921,7 +946,7 @@ pub fn resolve(
 ) -> Result<String, SyncError> {
     let p = path.as_str();
     let Some(conflict) = state.conflicts.get(p).cloned() else {
-        return Err(SyncError::Refused(format!(
+        return Err(SyncError::Usage(format!(
             "{p} has no open conflict (see `memsync status`)"
         )));
     };
@@ -1027,4 +1052,41 @@ pub fn resolve(
     team.flush()?;
     store.save(state)?;
     Ok(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_push_right_after_the_last_revision_is_recorded() {
+        let resp = |revision, created_revision| PushResponse {
+            project: "acme/api".into(),
+            revision,
+            created_revision,
+            changes: Vec::new(),
+            merged: Vec::new(),
+        };
+        // (state revision, push answer, created a revision, recorded revision)
+        for (at, answered, created, want) in [
+            (4, 5, true, 5),  // ours, nothing in between
+            (0, 1, true, 1),  // the project's first push
+            (4, 6, true, 4),  // revision 5 is someone else's: pull it first
+            (4, 4, false, 4), // nothing new
+            (4, 7, false, 4), // nothing of ours, others pushed
+        ] {
+            let mut state = State {
+                revision: at,
+                etag: Some(format!("\"r{at}\"")),
+                ..State::default()
+            };
+            record_own_revision(&mut state, &resp(answered, created));
+            assert_eq!(state.revision, want, "at {at}, answered {answered}");
+            assert_eq!(
+                state.etag.is_none(),
+                want != at,
+                "at {at}, answered {answered}"
+            );
+        }
+    }
 }

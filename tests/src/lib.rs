@@ -897,3 +897,164 @@ impl Drop for PrivateCluster {
         let _ = self.pg_ctl(&["-m", "immediate", "-w", "stop"]);
     }
 }
+
+impl Server {
+    /// Issues a token with `memsync-server token issue --user USER <args>` (e.g. `["--admin"]`,
+    /// `["--team", "acme", "--ttl", "3d"]`).
+    pub fn token_with(&self, user: &str, args: &[&str]) -> String {
+        let mut all = vec!["token", "issue", "--user", user];
+        all.extend_from_slice(args);
+        let out = self.cli(&all);
+        assert!(
+            out.status.success(),
+            "token issue failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .expect("utf8")
+            .trim()
+            .to_owned()
+    }
+}
+
+impl User {
+    /// Like [`User::new`], but logged in with `token` (e.g. a server admin's, or one about to
+    /// expire).
+    pub fn with_token(server: &Server, name: &str, token: &str, origin: &str) -> User {
+        let u = User::new(server, name, &["scratch"], origin);
+        let r = u.run_stdin(&["login", "--server", &server.url], token);
+        assert_eq!(r.code, 0, "login: {}", r.stderr);
+        u
+    }
+
+    /// Runs `memsync` with extra environment variables.
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.command(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.stdin(Stdio::null()).output().expect("memsync");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// The `jti` of a memsync token (read from its payload, not verified).
+pub fn token_jti(token: &str) -> String {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url");
+    let claims: Value = serde_json::from_slice(&bytes).expect("JSON claims");
+    claims["jti"].as_str().expect("jti").to_owned()
+}
+
+/// An HTTP proxy in front of `upstream` that answers everything the upstream answers, but with a
+/// `Date` header `skew_secs` away from the truth (a server whose clock is off). One request per
+/// connection. Returns its base URL; runs on the caller's tokio runtime (use a multi-threaded
+/// one when the test blocks on a child process).
+pub async fn date_skewing_proxy(upstream: &str, skew_secs: i64) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = upstream.trim_end_matches('/').to_owned();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((sock, _)) = listener.accept().await else {
+                return;
+            };
+            let (upstream, http) = (upstream.clone(), http.clone());
+            tokio::spawn(async move {
+                let _ = proxy_one(sock, &upstream, &http, skew_secs).await;
+            });
+        }
+    });
+    url
+}
+
+async fn proxy_one(
+    mut sock: tokio::net::TcpStream,
+    upstream: &str,
+    http: &reqwest::Client,
+    skew_secs: i64,
+) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = Vec::new();
+    let head_end = loop {
+        let mut chunk = [0u8; 8192];
+        let n = sock.read(&mut chunk).await?;
+        anyhow::ensure!(n > 0, "closed before the request ended");
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let method = reqwest::Method::from_bytes(parts.next().unwrap_or("GET").as_bytes())?;
+    let target = parts.next().unwrap_or("/").to_owned();
+    let mut headers = reqwest::header::HeaderMap::new();
+    let mut length = 0usize;
+    for line in lines.filter(|l| !l.is_empty()) {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+        if k == "content-length" {
+            length = v.parse()?;
+        }
+        if matches!(k.as_str(), "host" | "connection" | "content-length") {
+            continue;
+        }
+        headers.insert(
+            reqwest::header::HeaderName::from_bytes(k.as_bytes())?,
+            reqwest::header::HeaderValue::from_str(v)?,
+        );
+    }
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < length {
+        let mut chunk = [0u8; 8192];
+        let n = sock.read(&mut chunk).await?;
+        anyhow::ensure!(n > 0, "closed before the body ended");
+        body.extend_from_slice(&chunk[..n]);
+    }
+    let resp = http
+        .request(method, format!("{upstream}{target}"))
+        .headers(headers)
+        .body(body)
+        .send()
+        .await?;
+    let status = resp.status();
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    );
+    for (k, v) in resp.headers() {
+        if matches!(
+            k.as_str(),
+            "date" | "content-length" | "transfer-encoding" | "connection"
+        ) {
+            continue;
+        }
+        out.push_str(&format!("{k}: {}\r\n", v.to_str().unwrap_or_default()));
+    }
+    let date = chrono::Utc::now() + chrono::Duration::seconds(skew_secs);
+    let bytes = resp.bytes().await?;
+    out.push_str(&format!(
+        "date: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        date.format("%a, %d %b %Y %H:%M:%S GMT"),
+        bytes.len()
+    ));
+    sock.write_all(out.as_bytes()).await?;
+    sock.write_all(&bytes).await?;
+    sock.shutdown().await?;
+    Ok(())
+}

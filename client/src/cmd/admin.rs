@@ -1,0 +1,286 @@
+//! `memsync admin …`: the audit log, history, delete/restore/purge, tokens, projects. The
+//! request bodies are `memsync_core::wire`'s types, the same the server reads.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use memsync::api::{ApiClient, ApiError, AuditQuery};
+use memsync::config::Settings;
+use memsync::paths;
+use memsync_core::text::Text;
+use memsync_core::wire::{AdminPathAction, AdminRestore, TeamRole, TokenIssue};
+use memsync_core::{MemoryPath, ProjectId};
+use serde_json::json;
+
+use super::{Fail, Need, OK, admin_failure, api_client, require_project, runtime, settings_at};
+use crate::{AdminCmd, Global, TokensCmd};
+
+/// A PATH argument as the memory it names (the same rule as every command: see `paths`).
+fn memory_path(arg: &str, cwd: &Path, settings: &Settings) -> Result<MemoryPath, Fail> {
+    let rel = paths::team_relative(Path::new(arg), cwd, &settings.team_dir).map_err(Fail::env)?;
+    MemoryPath::parse(&rel).map_err(|e| Fail::env(format!("{arg}: {e}")))
+}
+
+fn text(arg: &str) -> Result<Text, Fail> {
+    Text::new(arg).map_err(|e| Fail::env(format!("`{arg}`: {e}")))
+}
+
+/// `TEAM` or `TEAM:admin` (also `TEAM:member`).
+fn team_role(spec: &str) -> Result<(String, TeamRole), Fail> {
+    match spec.split_once(':') {
+        None => Ok((spec.to_owned(), TeamRole::Member)),
+        Some((t, "admin")) => Ok((t.to_owned(), TeamRole::Admin)),
+        Some((t, "member" | "")) => Ok((t.to_owned(), TeamRole::Member)),
+        Some(_) => Err(Fail::env(format!("--team {spec}: use TEAM or TEAM:admin"))),
+    }
+}
+
+/// Whole days for the API's `ttl_days`, rounded up.
+fn ttl_days(ttl: std::time::Duration) -> Result<u32, Fail> {
+    let days = ttl.as_secs().div_ceil(86_400);
+    u32::try_from(days)
+        .ok()
+        .filter(|d| *d >= 1)
+        .ok_or_else(|| Fail::env("--ttl: give at least one day, e.g. 30d"))
+}
+
+/// The command's name in messages, and the token it needs.
+fn describe(cmd: &AdminCmd, settings: &Settings) -> (String, Need) {
+    let team = |p: Option<&ProjectId>| {
+        Need::TeamAdmin(p.map_or_else(|| "TEAM".into(), |p| p.team().to_owned()))
+    };
+    let here = team(settings.project.as_ref());
+    match cmd {
+        AdminCmd::Audit { .. } => ("admin audit".into(), Need::SomeAdmin),
+        AdminCmd::History { .. } => ("admin history".into(), here),
+        AdminCmd::Show { .. } => ("admin show".into(), here),
+        AdminCmd::Diff { .. } => ("admin diff".into(), here),
+        AdminCmd::Rm { .. } => ("admin rm".into(), here),
+        AdminCmd::Restore { .. } => ("admin restore".into(), here),
+        AdminCmd::Purge { .. } => ("admin purge".into(), here),
+        AdminCmd::Tokens(t) => (
+            match t {
+                TokensCmd::List => "admin tokens list",
+                TokensCmd::Issue { .. } => "admin tokens issue",
+                TokensCmd::Revoke { .. } => "admin tokens revoke",
+            }
+            .into(),
+            Need::ServerAdmin,
+        ),
+        AdminCmd::Projects { archive, unarchive } => {
+            match archive.as_ref().or(unarchive.as_ref()) {
+                Some(name) => (
+                    "admin projects --archive/--unarchive".into(),
+                    team(name.parse::<ProjectId>().ok().as_ref()),
+                ),
+                None => ("admin projects".into(), Need::SomeAdmin),
+            }
+        }
+    }
+}
+
+pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
+    let settings = settings_at(g, cwd)?;
+    let api = api_client(g, &settings)?;
+    let project = || require_project(&settings);
+    let rt = runtime()?;
+    let (command, need) = describe(&cmd, &settings);
+    let refused = |e| admin_failure(e, &command, &need, &settings, &api, &rt);
+    let out: serde_json::Value = match cmd {
+        AdminCmd::Audit {
+            team,
+            of_project,
+            actor,
+            action,
+            path,
+            since,
+            until,
+            limit,
+            cursor,
+            csv,
+        } => {
+            if csv && g.json {
+                return Err(Fail::env("--csv and --json: choose one"));
+            }
+            let path = path
+                .map(|p| paths::team_relative(Path::new(&p), cwd, &settings.team_dir))
+                .transpose()
+                .map_err(Fail::env)?;
+            let q = AuditQuery {
+                team,
+                project: of_project,
+                actor,
+                action,
+                path,
+                since,
+                until,
+                limit,
+                cursor,
+            };
+            if csv {
+                print!("{}", rt.block_on(api.audit_csv(&q)).map_err(refused)?);
+                return Ok(OK);
+            }
+            rt.block_on(api.audit(&q)).map_err(refused)?
+        }
+        AdminCmd::History { path } => {
+            let path = memory_path(&path, cwd, &settings)?;
+            rt.block_on(api.history(&project()?, &path))
+                .map_err(refused)?
+        }
+        AdminCmd::Show { path, revision } => {
+            let path = memory_path(&path, cwd, &settings)?;
+            let v = rt
+                .block_on(api.version(&project()?, &path, revision))
+                .map_err(refused)?;
+            if !g.json {
+                match v["content"].as_str() {
+                    Some(c) => print!("{c}"),
+                    None => println!("(no content: a deletion or a purged version)"),
+                }
+                return Ok(OK);
+            }
+            v
+        }
+        AdminCmd::Diff { path, from, to } => {
+            let path = memory_path(&path, cwd, &settings)?;
+            let v = rt
+                .block_on(api.version_diff(&project()?, &path, from, to))
+                .map_err(refused)?;
+            if !g.json {
+                print!("{}", v["diff"].as_str().unwrap_or_default());
+                return Ok(OK);
+            }
+            v
+        }
+        AdminCmd::Rm { path, reason } => {
+            let req = AdminPathAction {
+                path: text(memory_path(&path, cwd, &settings)?.as_str())?,
+                reason,
+            };
+            rt.block_on(api.admin_delete(&project()?, &req))
+                .map_err(refused)?
+        }
+        AdminCmd::Restore {
+            path,
+            revision,
+            reason,
+        } => {
+            let req = AdminRestore {
+                path: text(memory_path(&path, cwd, &settings)?.as_str())?,
+                revision,
+                reason,
+            };
+            rt.block_on(api.admin_restore(&project()?, &req))
+                .map_err(refused)?
+        }
+        AdminCmd::Purge { path, reason, yes } => {
+            if !yes {
+                return Err(Fail::env(
+                    "a purge erases every version of the file for good; add --yes to confirm",
+                ));
+            }
+            let req = AdminPathAction {
+                path: text(memory_path(&path, cwd, &settings)?.as_str())?,
+                reason,
+            };
+            rt.block_on(api.admin_purge(&project()?, &req))
+                .map_err(refused)?
+        }
+        AdminCmd::Tokens(t) => match tokens(g, &api, &rt, t, &refused)? {
+            Some(v) => v,
+            None => return Ok(OK),
+        },
+        AdminCmd::Projects { archive, unarchive } => {
+            match archive.map(|a| (a, true)).or(unarchive.map(|u| (u, false))) {
+                Some((name, archived)) => {
+                    let p: ProjectId = name
+                        .parse()
+                        .map_err(|e| Fail::env(format!("{name}: {e}")))?;
+                    rt.block_on(api.archive(&p, archived)).map_err(refused)?
+                }
+                None => rt.block_on(api.projects()).map_err(refused)?,
+            }
+        }
+    };
+    if g.json {
+        println!("{out}");
+    } else if !g.quiet {
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    }
+    Ok(OK)
+}
+
+/// The tokens subcommands; None when the output is already printed.
+fn tokens(
+    g: &Global,
+    api: &ApiClient,
+    rt: &tokio::runtime::Runtime,
+    cmd: TokensCmd,
+    refused: &dyn Fn(ApiError) -> Fail,
+) -> Result<Option<serde_json::Value>, Fail> {
+    Ok(Some(match cmd {
+        TokensCmd::List => rt.block_on(api.tokens()).map_err(refused)?,
+        TokensCmd::Issue {
+            user,
+            email,
+            teams,
+            admin,
+            ttl_days: days,
+            ttl,
+        } => {
+            let teams: BTreeMap<String, TeamRole> = teams
+                .iter()
+                .map(|t| team_role(t))
+                .collect::<Result<_, _>>()?;
+            let ttl_days = match (days, ttl) {
+                (Some(d), _) => Some(d),
+                (None, Some(t)) => Some(ttl_days(t)?),
+                (None, None) => None,
+            };
+            let issued = rt
+                .block_on(api.token_issue(&TokenIssue {
+                    user,
+                    email,
+                    teams,
+                    admin,
+                    ttl_days,
+                }))
+                .map_err(refused)?;
+            if !g.json {
+                // The token alone on stdout, so TOKEN=$(memsync admin tokens issue …) works.
+                println!("{}", issued.token);
+                return Ok(None);
+            }
+            serde_json::to_value(&issued).map_err(Fail::env)?
+        }
+        TokensCmd::Revoke { jti } => {
+            rt.block_on(api.token_revoke(&jti)).map_err(refused)?;
+            json!({ "revoked": jti })
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn team_specs_and_ttls() {
+        assert_eq!(
+            team_role("acme").unwrap(),
+            ("acme".into(), TeamRole::Member)
+        );
+        assert_eq!(
+            team_role("ops:admin").unwrap(),
+            ("ops".into(), TeamRole::Admin)
+        );
+        assert!(team_role("ops:owner").is_err());
+        assert_eq!(
+            ttl_days(std::time::Duration::from_secs(86_400 * 30)).unwrap(),
+            30
+        );
+        assert_eq!(ttl_days(std::time::Duration::from_secs(3600)).unwrap(), 1);
+        assert!(ttl_days(std::time::Duration::ZERO).is_err());
+    }
+}

@@ -1,0 +1,122 @@
+//! `memsync check` (every local check of the team dir) and `memsync scan` (the team-write guards
+//! on any files).
+
+use std::path::{Path, PathBuf};
+
+use memsync::check::CheckReport;
+use memsync::fsops::TeamDir;
+use memsync::paths;
+use serde_json::json;
+
+use super::{ENV, Fail, settings_at};
+use crate::Global;
+
+pub fn scan(g: &Global, cwd: &Path, args: &[PathBuf]) -> Result<u8, Fail> {
+    // The team dir is only needed for paths that exist nowhere else; a scan works without any
+    // memsync configuration.
+    let team_dir = settings_at(g, cwd).ok().map(|s| s.team_dir);
+    let targets: Vec<PathBuf> = args
+        .iter()
+        .map(|a| paths::scan_target(a, cwd, team_dir.as_deref()))
+        .collect();
+    let report = memsync::check::scan_paths(&targets);
+    if g.json {
+        println!(
+            "{}",
+            json!({ "findings": report.findings, "errors": report.errors, "files": report.files })
+        );
+    } else {
+        for f in &report.findings {
+            println!(
+                "{}:{}:{}: {} [{}] {}",
+                f.path, f.line, f.column, f.category, f.rule, f.preview
+            );
+        }
+        for (p, e) in &report.errors {
+            eprintln!("memsync: {p}: {e}");
+        }
+        if !g.quiet {
+            println!(
+                "{} file(s) scanned, {} finding(s), {} path(s) not scanned",
+                report.files,
+                report.findings.len(),
+                report.errors.len()
+            );
+        }
+    }
+    // A path that was asked for and could not be scanned is a usage error, even when the others
+    // were scanned: the user must not take its silence for a clean bill.
+    if !report.errors.is_empty() {
+        return Ok(ENV);
+    }
+    Ok(u8::from(!report.findings.is_empty()))
+}
+
+pub fn check(g: &Global, cwd: &Path) -> Result<u8, Fail> {
+    let settings = settings_at(g, cwd)?;
+    let team = TeamDir::open(&settings.team_dir).map_err(Fail::env)?;
+    let report = memsync::check::check_team_dir(
+        &team,
+        Some(&settings.private_dir),
+        memsync_core::memory::DEFAULT_MAX_FILE_BYTES,
+    )
+    .map_err(Fail::env)?;
+    if g.json {
+        println!("{}", serde_json::to_string(&report).map_err(Fail::env)?);
+    } else {
+        for f in &report.findings {
+            println!(
+                "{}:{}:{}: {} [{}] {}",
+                f.path, f.line, f.column, f.category, f.rule, f.preview
+            );
+        }
+        for c in &report.conflicts {
+            if c.kind == "contradiction" {
+                println!(
+                    "private {} contradicts team {}: {}. The team rule wins: fix the private memory, or add `overrides: {}` to it",
+                    c.private, c.team, c.reason, c.team
+                );
+            } else {
+                println!(
+                    "private {} is related to team {}: {}",
+                    c.private, c.team, c.reason
+                );
+            }
+        }
+        for p in &report.problems {
+            let line = p.line.map(|l| format!(":{l}")).unwrap_or_default();
+            println!(
+                "{}{line}: {} [{}] {}",
+                p.path,
+                if p.error { "error" } else { "warning" },
+                p.rule,
+                p.message
+            );
+        }
+        if !g.quiet {
+            println!("{}", summary(&report));
+        }
+    }
+    Ok(u8::from(report.has_errors()))
+}
+
+/// One line counting every kind of thing `check` printed above it.
+fn summary(r: &CheckReport) -> String {
+    let contradictions = r
+        .conflicts
+        .iter()
+        .filter(|c| c.kind == "contradiction")
+        .count();
+    let errors = r.problems.iter().filter(|p| p.error).count();
+    format!(
+        "{}: {} file(s), {} finding(s), {} contradiction(s) and {} related note(s) between private and team feedback, {} problem(s) ({} error(s), {} warning(s))",
+        r.team_dir.display(),
+        r.files,
+        r.findings.len(),
+        contradictions,
+        r.conflicts.len() - contradictions,
+        r.problems.len(),
+        errors,
+        r.problems.len() - errors,
+    )
+}

@@ -1,0 +1,559 @@
+//! `memsync doctor`: checks everything an agent session needs, one line each, and names the
+//! command that fixes what is broken. Exit 0 when all is well, 1 when a check failed or warned,
+//! 2 when there is no configuration to check (no server or project).
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use memsync::api::{ApiClient, ApiError};
+use memsync::claude::{self, InstalledHook};
+use memsync::config::{ProcessEnv, Settings};
+use memsync::fsops::{FsError, TeamDir};
+use memsync_core::ProjectId;
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Fail, OK, PROBLEMS, require_project, require_server, roles, runtime, settings_at};
+use crate::Global;
+
+/// A token this close to its expiry is worth a warning.
+const EXPIRY_WARNING_DAYS: i64 = 7;
+/// A clock this far from the server's is worth a warning.
+const MAX_CLOCK_SKEW_SECS: i64 = 60;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+    /// Could not be checked because an earlier check failed.
+    Skip,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Check {
+    pub check: &'static str,
+    pub status: Status,
+    pub message: String,
+    /// The command that fixes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+fn ok(check: &'static str, message: impl Into<String>) -> Check {
+    Check {
+        check,
+        status: Status::Ok,
+        message: message.into(),
+        fix: None,
+    }
+}
+
+fn bad(
+    check: &'static str,
+    status: Status,
+    message: impl Into<String>,
+    fix: impl Into<String>,
+) -> Check {
+    Check {
+        check,
+        status,
+        message: message.into(),
+        fix: Some(fix.into()),
+    }
+}
+
+fn skip(check: &'static str, why: impl Into<String>) -> Check {
+    Check {
+        check,
+        status: Status::Skip,
+        message: why.into(),
+        fix: None,
+    }
+}
+
+pub fn run(g: &Global, cwd: &Path) -> Result<u8, Fail> {
+    let settings = settings_at(g, cwd)?;
+    let server = require_server(&settings)?;
+    let project = require_project(&settings)?;
+    let rt = runtime()?;
+
+    let mut checks = vec![config(&settings, &server, &project)];
+    checks.push(team_dir(&settings.team_dir));
+    checks.push(state_dir(&settings.state_dir));
+    checks.extend(hooks(&settings));
+
+    let token = settings.token.as_ref().map(|t| t.expose().to_owned());
+    let api = ApiClient::new(&server, token.as_deref().unwrap_or_default(), g.timeout)
+        .map_err(Fail::env)?;
+    let health = rt.block_on(api.health());
+    let reachable = health.is_ok();
+    checks.push(match &health {
+        Ok(_) => ok("server", format!("{server} answers")),
+        Err(e) => bad(
+            "server",
+            Status::Fail,
+            e.to_string(),
+            format!(
+                "start the server, or correct its URL where it is set ({}); test it with `curl -sS {server}/healthz`",
+                settings.origins.server.as_deref().unwrap_or("the configuration")
+            ),
+        ),
+    });
+    checks.push(match &health {
+        Ok(Some(date)) => clock(*date, chrono::Utc::now()),
+        Ok(None) => skip("clock", "the server sent no Date header"),
+        Err(_) => skip("clock", "the server is unreachable"),
+    });
+    checks.push(match (&token, reachable) {
+        (None, _) => bad(
+            "token",
+            Status::Fail,
+            format!("no token for {server}"),
+            format!("memsync login --server {server}"),
+        ),
+        (Some(_), false) => skip("token", "the server is unreachable"),
+        (Some(_), true) => token_accepted(&rt, &api, &server, &project),
+    });
+    checks.push(match &token {
+        None => skip("token expiry", "no token"),
+        Some(t) => expiry(t, chrono::Utc::now(), &server, &project),
+    });
+
+    let problems = checks.iter().filter(|c| c.status == Status::Fail).count();
+    let warnings = checks.iter().filter(|c| c.status == Status::Warn).count();
+    if g.json {
+        println!(
+            "{}",
+            json!({
+                "project": project.as_str(), "server": server, "team_dir": settings.team_dir,
+                "checks": checks, "problems": problems, "warnings": warnings,
+            })
+        );
+    } else {
+        println!(
+            "memsync doctor: {project} on {server}, team dir {}",
+            settings.team_dir.display()
+        );
+        for c in &checks {
+            let label = match c.status {
+                Status::Ok => "ok  ",
+                Status::Warn => "WARN",
+                Status::Fail => "FAIL",
+                Status::Skip => "skip",
+            };
+            println!("  {label}  {:<13} {}", c.check, c.message);
+            if let Some(fix) = &c.fix {
+                println!("        {:<13} fix: {fix}", "");
+            }
+        }
+        if problems + warnings == 0 {
+            println!("all good");
+        } else {
+            println!("{problems} problem(s), {warnings} warning(s)");
+        }
+    }
+    Ok(if problems + warnings == 0 {
+        OK
+    } else {
+        PROBLEMS
+    })
+}
+
+fn config(settings: &Settings, server: &str, project: &ProjectId) -> Check {
+    let from = |o: &Option<String>| o.as_deref().unwrap_or("a default").to_owned();
+    ok(
+        "config",
+        format!(
+            "server {server} (from {}), project {project} (from {}), token from {}",
+            from(&settings.origins.server),
+            from(&settings.origins.project),
+            settings.origins.token.as_deref().unwrap_or("nowhere")
+        ),
+    )
+}
+
+/// The team dir exists (or can be created), is a real directory, and takes a new file.
+fn team_dir(dir: &Path) -> Check {
+    let shown = dir.display();
+    let team = match TeamDir::open(dir) {
+        Ok(t) => t,
+        Err(FsError::TeamDirSymlink(_)) => {
+            let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+            return bad(
+                "team dir",
+                Status::Fail,
+                format!("{shown} is a symlink; memsync never follows one"),
+                format!("export MEMSYNC_TEAM_DIR={}", real.display()),
+            );
+        }
+        Err(e @ FsError::TeamDirNotADir(_)) => {
+            return bad(
+                "team dir",
+                Status::Fail,
+                e.to_string(),
+                format!("mv {shown} {shown}.bak   (the next `memsync pull` creates the directory)"),
+            );
+        }
+        Err(e) => {
+            return bad(
+                "team dir",
+                Status::Fail,
+                e.to_string(),
+                format!("mkdir -p {shown} && chmod u+rwx {shown}"),
+            );
+        }
+    };
+    // A name of the team dir's own temp files: never synced, removed by the next run if left.
+    let probe = team.root().join(format!(
+        ".memsync-tmp-doctor-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    match writable(&probe) {
+        Ok(()) => ok("team dir", format!("{shown} is writable")),
+        Err(e) => bad(
+            "team dir",
+            Status::Fail,
+            format!("cannot write in {shown}: {e}"),
+            format!("chmod u+rwx {shown}"),
+        ),
+    }
+}
+
+/// The state dir (sync bookkeeping) can be created and takes a new file.
+fn state_dir(dir: &Path) -> Check {
+    let shown = dir.display();
+    let result = std::fs::create_dir_all(dir).and_then(|()| {
+        writable(&dir.join(format!(".doctor.tmp-{}", uuid::Uuid::new_v4().simple())))
+    });
+    match result {
+        Ok(()) => ok("state dir", format!("{shown} is writable")),
+        Err(e) => bad(
+            "state dir",
+            Status::Fail,
+            format!("cannot write in {shown}: {e}"),
+            format!(
+                "make {shown} a writable directory (`rm -f {shown} && mkdir -p {shown}`), or export XDG_STATE_HOME=<a writable directory>"
+            ),
+        ),
+    }
+}
+
+fn writable(probe: &Path) -> std::io::Result<()> {
+    std::fs::write(probe, b"memsync doctor")?;
+    std::fs::remove_file(probe)
+}
+
+/// memsync's hooks in the project's and the user's Claude Code settings: installed, and running
+/// a memsync binary that is there.
+fn hooks(settings: &Settings) -> Vec<Check> {
+    let project_file = settings
+        .repo
+        .as_ref()
+        .map(|r| claude::project_settings_path(&r.root));
+    let user_file = claude::user_settings_path(&ProcessEnv);
+    let files: Vec<PathBuf> = project_file.iter().chain(&user_file).cloned().collect();
+    let install = match &settings.repo {
+        Some(r) => format!("cd {} && memsync install-hook", r.root.display()),
+        None => "memsync install-hook --user".to_owned(),
+    };
+    let mut found: Vec<(PathBuf, InstalledHook)> = Vec::new();
+    for f in &files {
+        match claude::installed_hooks(f) {
+            Ok(h) => found.extend(h.into_iter().map(|h| (f.clone(), h))),
+            Err(e) => {
+                return vec![
+                    bad(
+                        "hook",
+                        Status::Fail,
+                        e.to_string(),
+                        format!("fix or move {} away, then {install}", f.display()),
+                    ),
+                    skip("hook binary", "the settings cannot be read"),
+                ];
+            }
+        }
+    }
+    let where_ = |event: &str| {
+        found
+            .iter()
+            .find(|(_, h)| h.event == event)
+            .map(|(f, _)| f.display().to_string())
+    };
+    let listed = files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let hook = match (where_("SessionStart"), where_("SessionEnd")) {
+        (Some(s), Some(e)) if s == e => ok("hook", format!("SessionStart and SessionEnd in {s}")),
+        (Some(s), Some(e)) => ok("hook", format!("SessionStart in {s}, SessionEnd in {e}")),
+        (None, _) => bad(
+            "hook",
+            Status::Fail,
+            format!(
+                "no memsync SessionStart hook in {listed}: Claude Code sessions start without the team memory"
+            ),
+            install.clone(),
+        ),
+        (Some(_), None) => bad(
+            "hook",
+            Status::Warn,
+            format!(
+                "no memsync SessionEnd hook in {listed}: changes are not pushed when a session ends"
+            ),
+            install.clone(),
+        ),
+    };
+    let mut programs: Vec<&str> = found.iter().map(|(_, h)| h.program.as_str()).collect();
+    programs.sort_unstable();
+    programs.dedup();
+    let binary = if programs.is_empty() {
+        skip("hook binary", "no memsync hook installed")
+    } else {
+        programs
+            .iter()
+            .map(|p| hook_binary(p, &install))
+            .find(|c| c.status != Status::Ok)
+            .unwrap_or_else(|| {
+                ok(
+                    "hook binary",
+                    format!("{} exists and is executable", programs.join(", ")),
+                )
+            })
+    };
+    vec![hook, binary]
+}
+
+fn hook_binary(program: &str, install: &str) -> Check {
+    let reinstall =
+        format!("{install}   (writes the absolute path of the memsync you run it with)");
+    if !program.contains('/') {
+        let on_path = std::env::var_os("PATH")
+            .map(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join(program))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+            .into_iter()
+            .find(|p| is_executable(p));
+        return match on_path {
+            Some(p) => bad(
+                "hook binary",
+                Status::Warn,
+                format!(
+                    "the hook runs `{program}` from PATH (here {}); Claude Code may start with a PATH without it",
+                    p.display()
+                ),
+                reinstall,
+            ),
+            None => bad(
+                "hook binary",
+                Status::Fail,
+                format!("the hook runs `{program}`, which is not on PATH"),
+                reinstall,
+            ),
+        };
+    }
+    let path = Path::new(program);
+    match std::fs::metadata(path) {
+        Err(e) => bad(
+            "hook binary",
+            Status::Fail,
+            format!("the hook runs {program}, which cannot be used: {e}"),
+            reinstall,
+        ),
+        Ok(_) if !is_executable(path) => bad(
+            "hook binary",
+            Status::Fail,
+            format!("the hook runs {program}, which is not an executable file"),
+            format!("chmod +x {program}, or {reinstall}"),
+        ),
+        Ok(_) => ok("hook binary", format!("{program} exists and is executable")),
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The server's `Date` against this machine's clock.
+fn clock(server: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> Check {
+    let skew = (now - server).num_seconds();
+    if skew.abs() <= MAX_CLOCK_SKEW_SECS {
+        return ok(
+            "clock",
+            format!("within {}s of the server's", skew.abs().max(1)),
+        );
+    }
+    bad(
+        "clock",
+        Status::Warn,
+        format!(
+            "this machine's clock is {}s {} the server's (token expiry and memory ages are judged by it)",
+            skew.abs(),
+            if skew > 0 { "ahead of" } else { "behind" }
+        ),
+        "sudo timedatectl set-ntp true   (or sync the clock with your time server)",
+    )
+}
+
+/// How to get a working token for `project`.
+fn new_token(server: &str, project: &ProjectId) -> String {
+    format!(
+        "ask an admin for a token of team {team} (`memsync-server token issue --user YOU --team {team}`), then `memsync login --server {server}`",
+        team = project.team()
+    )
+}
+
+/// The server accepts the token (`GET /v1/me`: not expired, not revoked, signed by it) and it
+/// reaches the project's team.
+fn token_accepted(
+    rt: &tokio::runtime::Runtime,
+    api: &ApiClient,
+    server: &str,
+    project: &ProjectId,
+) -> Check {
+    match rt.block_on(api.whoami()) {
+        Ok(me) if me.admin || me.teams.contains_key(project.team()) => {
+            ok("token", format!("accepted: {}, {}", me.name, roles(&me)))
+        }
+        Ok(me) => bad(
+            "token",
+            Status::Fail,
+            format!(
+                "accepted, but {} ({}) is not in team {}, so it cannot reach {project}",
+                me.name,
+                roles(&me),
+                project.team()
+            ),
+            new_token(server, project),
+        ),
+        Err(ApiError::Unauthenticated(m)) => bad(
+            "token",
+            Status::Fail,
+            format!(
+                "the server refused the token: {m} (revoked, expired, or issued by another server)"
+            ),
+            new_token(server, project),
+        ),
+        Err(e) => bad(
+            "token",
+            Status::Fail,
+            format!("cannot check the token: {e}"),
+            format!("curl -sS {server}/v1/me -H \"Authorization: Bearer $MEMSYNC_TOKEN\""),
+        ),
+    }
+}
+
+/// The token's `exp`, read from the JWT itself without checking its signature: it works even
+/// when the server is down.
+fn jwt_expiry(token: &str) -> Option<i64> {
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()?
+        .get("exp")?
+        .as_i64()
+}
+
+fn expiry(
+    token: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    server: &str,
+    project: &ProjectId,
+) -> Check {
+    let Some(exp) = jwt_expiry(token) else {
+        return bad(
+            "token expiry",
+            Status::Warn,
+            "the token is not a JWT with an `exp`, so its expiry cannot be read",
+            new_token(server, project),
+        );
+    };
+    let Some(at) = chrono::DateTime::from_timestamp(exp, 0) else {
+        return bad(
+            "token expiry",
+            Status::Warn,
+            format!("the token's `exp` ({exp}) is not a time"),
+            new_token(server, project),
+        );
+    };
+    let left = at - now;
+    let when = at.format("%Y-%m-%d %H:%M UTC");
+    if left <= chrono::Duration::zero() {
+        bad(
+            "token expiry",
+            Status::Fail,
+            format!("the token expired on {when}"),
+            new_token(server, project),
+        )
+    } else if left < chrono::Duration::days(EXPIRY_WARNING_DAYS) {
+        bad(
+            "token expiry",
+            Status::Warn,
+            format!(
+                "the token expires on {when}, in {}",
+                humantime::format_duration(std::time::Duration::from_secs(
+                    left.num_minutes().max(0) as u64 * 60
+                ))
+            ),
+            new_token(server, project),
+        )
+    } else {
+        ok(
+            "token expiry",
+            format!("expires on {when}, in {} days", left.num_days()),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jwt(claims: serde_json::Value) -> String {
+        let enc = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+        format!(
+            "{}.{}.sig",
+            enc(br#"{"alg":"HS256","typ":"JWT"}"#),
+            enc(claims.to_string().as_bytes())
+        )
+    }
+
+    #[test]
+    fn expiry_is_read_locally_and_judged() {
+        let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let p: ProjectId = "acme/api".parse().unwrap();
+        let day = 86_400;
+        for (exp, want) in [
+            (now.timestamp() + 30 * day, Status::Ok),
+            (now.timestamp() + 6 * day, Status::Warn),
+            (now.timestamp() + 3600, Status::Warn),
+            (now.timestamp() - 1, Status::Fail),
+        ] {
+            let c = expiry(&jwt(json!({ "exp": exp, "sub": "a" })), now, "http://s", &p);
+            assert_eq!(c.status, want, "{}", c.message);
+            assert_eq!(c.fix.is_some(), want != Status::Ok);
+        }
+        assert_eq!(expiry("opaque", now, "http://s", &p).status, Status::Warn);
+        assert_eq!(jwt_expiry(&jwt(json!({ "exp": 5 }))), Some(5));
+    }
+
+    #[test]
+    fn clock_skew_over_a_minute_warns() {
+        let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let secs = chrono::Duration::seconds;
+        assert_eq!(clock(now - secs(59), now).status, Status::Ok);
+        assert_eq!(clock(now + secs(60), now).status, Status::Ok);
+        let ahead = clock(now - secs(600), now);
+        assert_eq!(ahead.status, Status::Warn);
+        assert!(ahead.message.contains("600s ahead of"), "{}", ahead.message);
+        assert!(clock(now + secs(61), now).message.contains("behind"));
+    }
+}
