@@ -152,7 +152,7 @@ fn every_shell_block_of_the_readme_is_marked() {
         1,
         "the quick start starts exactly one server"
     );
-    assert!(blocks.iter().any(|b| b.mark == Mark::Run));
+    assert!(blocks.iter().filter(|b| b.mark == Mark::Run).count() >= 2);
     // The marking is checked, not only parsed.
     assert!(shell_blocks("```sh\necho hi\n```\n").is_err());
     assert!(
@@ -246,4 +246,21 @@ fn the_readme_runs_top_to_bottom() {
     // The walk-through did what it says: the memory it pushed is on the server.
     assert!(stdout.contains("\"path\":\"testing.md\""), "{stdout}");
     assert!(stdout.contains("304 Not Modified"), "{stdout}");
+    // And the client walk-through: its push reached the server, through the client.
+    let team_dir = std::fs::read_dir(home.join(".claude/projects"))
+        .unwrap()
+        .next()
+        .expect("a project dir")
+        .unwrap()
+        .path()
+        .join("memory/team");
+    for f in ["testing.md", "deploys.md", "MEMORY.md"] {
+        assert!(
+            team_dir.join(f).is_file(),
+            "{f} missing from {}",
+            team_dir.display()
+        );
+    }
+    let index = std::fs::read_to_string(team_dir.join("MEMORY.md")).unwrap();
+    assert!(index.contains("(deploys.md)"), "{index}");
 }
