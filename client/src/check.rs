@@ -225,12 +225,21 @@ pub fn check_team_dir(
         .filter(|(p, _)| !p.ends_with("MEMORY.md"))
         .map(|(p, f)| (p.clone(), String::from_utf8_lossy(&f.content).into_owned()))
         .collect();
-    for (path, other, reason) in crate::feedback::team_contradictions(&team_texts, &team_texts) {
-        if path < other {
+    // Every team memory against the others, as if pushed in one batch (memsync_core::policy):
+    // two that contradict pass when one supersedes the other.
+    let all: Vec<(&str, &str)> = team_texts
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    if let Err(conflicts) = memsync_core::policy::team_feedback(&all, &[]) {
+        for c in conflicts.into_iter().filter(|c| c.path < c.other) {
             report.problems.push(Problem {
-                path,
+                message: format!(
+                    "contradicts the team's {} ({}); reconcile them or mark one `supersedes:` the other",
+                    c.other, c.reason
+                ),
+                path: c.path,
                 rule: "feedback_conflict".into(),
-                message: format!("contradicts the team's {other} ({reason}); reconcile them or mark one `supersedes:` the other"),
                 line: None,
                 error: true,
             });

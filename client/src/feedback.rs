@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use memsync_core::MemoryDoc;
 use memsync_core::feedback::{self, Kind, Note};
-use memsync_core::{MemoryDoc, MemoryType};
 use serde::Serialize;
 
 /// A private/team pair, as `memsync check --json` prints it.
@@ -92,41 +92,4 @@ pub fn private_vs_team(
             reason: f.reason,
         })
         .collect()
-}
-
-/// Team feedback about to be pushed (`changed`) that contradicts other team feedback and does
-/// not supersede it: (path, other, reason).
-pub fn team_contradictions(
-    changed: &[(String, String)],
-    team: &[(String, String)],
-) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    for (path, text) in changed {
-        let Ok(doc) = MemoryDoc::parse(text) else {
-            continue;
-        };
-        if doc.memory_type() != Some(MemoryType::Feedback) {
-            continue;
-        }
-        let supersedes = doc.get_str("supersedes").map(|s| s.trim().to_owned());
-        let against: Vec<Note<'_>> = team
-            .iter()
-            .filter(|(p, _)| p != path)
-            .map(|(p, t)| Note { path: p, text: t })
-            .collect();
-        for f in feedback::check_one(&Note { path, text }, &against) {
-            if f.kind == Kind::Contradiction && supersedes.as_deref() != Some(f.b.as_str()) {
-                // The other side may supersede this one.
-                let other_supersedes = team
-                    .iter()
-                    .find(|(p, _)| *p == f.b)
-                    .and_then(|(_, t)| MemoryDoc::parse(t).ok())
-                    .and_then(|d| d.get_str("supersedes").map(|s| s.trim().to_owned()));
-                if other_supersedes.as_deref() != Some(path.as_str()) {
-                    out.push((path.clone(), f.b, f.reason));
-                }
-            }
-        }
-    }
-    out
 }

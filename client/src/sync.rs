@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use memsync_core::merge::merge_text;
+use memsync_core::policy;
 use memsync_core::tree::{Clash, PathTree};
 use memsync_core::wire::{FileState, PushChange, PushOp, PushRequest, PushResponse};
 use memsync_core::{MemoryPath, ProjectId, Sha256};
@@ -530,16 +531,19 @@ impl Engine<'_> {
             .filter(|(p, _)| !scan.files.contains_key(*p) && !state.conflicts.contains_key(*p))
             .map(|(p, t)| (p.clone(), t.sha256))
             .collect();
-        // Indexes follow their memories on the server; count memories only.
+        // The server's own hold (memsync_core::policy): memories deleted against memories live.
         let memory_deletes = gone
             .iter()
-            .filter(|(p, _)| !p.ends_with("MEMORY.md"))
+            .filter(|(p, _)| policy::counts_as_memory(p))
             .count();
-        let tracked = state.files.len();
-        let threshold = 50.max(tracked / 10);
-        if memory_deletes > threshold && !allow_mass_delete {
+        let tracked = state
+            .files
+            .keys()
+            .filter(|p| policy::counts_as_memory(p))
+            .count();
+        if policy::mass_delete(memory_deletes, tracked, allow_mass_delete).is_some() {
             report.held_deletes = Some(format!(
-                "{memory_deletes} of {tracked} tracked files are gone from {}; that is almost always a wiped folder, so the deletions were not pushed. \
+                "{memory_deletes} of {tracked} synced memories are gone from {}; that is almost always a wiped folder, so the deletions were not pushed. \
                  Run `memsync pull --restore-deleted` to bring them back, or `memsync push --allow-mass-delete` if it is deliberate",
                 self.team.root().display()
             ));
@@ -554,28 +558,10 @@ impl Engine<'_> {
                 });
             }
         }
-        // Team feedback must not contradict other team feedback (unless it supersedes it).
-        let team_texts: Vec<(String, String)> = scan
-            .files
-            .iter()
-            .filter(|(p, _)| !p.ends_with("MEMORY.md"))
-            .map(|(p, f)| (p.clone(), String::from_utf8_lossy(&f.content).into_owned()))
-            .collect();
-        let changed: Vec<(String, String)> = changes
-            .iter()
-            .filter_map(|c| Some((c.path.clone(), c.content.clone()?)))
-            .collect();
-        let contradictions = crate::feedback::team_contradictions(&changed, &team_texts);
-        if !contradictions.is_empty() {
-            for (path, other, reason) in contradictions {
-                report.refused.push(RefusedNote {
-                    path,
-                    rule: "feedback_conflict".into(),
-                    message: format!(
-                        "contradicts the team's {other} ({reason}); reconcile them, or add `supersedes: {other}` to replace that rule"
-                    ),
-                });
-            }
+        // What the server will say of the batch's layout and feedback, with its own rules
+        // (memsync_core::policy), over the team dir as last synced.
+        if let Some(problems) = predict_refusal(state, &scan, &changes) {
+            report.refused.extend(problems);
             report.blocked = true;
             self.save_and_report_open(state, &mut report)?;
             return Ok(report);
@@ -682,14 +668,10 @@ impl Engine<'_> {
         report: &mut Report,
         changes: &[PushChange],
     ) -> bool {
-        let mut findings: Vec<(String, memsync_core::wire::Failure)> = changes
+        let mut findings: Vec<memsync_core::wire::Failure> = changes
             .iter()
             .filter_map(|c| Some((c.path.as_str(), c.content.as_deref()?)))
-            .flat_map(|(p, text)| {
-                memsync_core::guard::scan_text(p, text)
-                    .into_iter()
-                    .map(move |f| (p.to_owned(), f))
-            })
+            .flat_map(|(p, text)| memsync_core::guard::scan_text(p, text))
             .collect();
         if findings.is_empty() {
             return false;
@@ -698,16 +680,13 @@ impl Engine<'_> {
         if let Ok(list) = self.api.allowlist(self.project).await {
             let allowed: BTreeSet<String> =
                 list.entries.into_iter().map(|e| e.fingerprint).collect();
-            findings.retain(|(_, f)| {
-                f.fingerprint
-                    .as_ref()
-                    .is_none_or(|fp| !allowed.contains(fp))
-            });
+            findings = policy::allowlisted(findings, &allowed);
         }
         if findings.is_empty() {
             return false;
         }
-        for (path, f) in findings {
+        for f in findings {
+            let path = f.path.clone();
             if let Some(sha) = changes
                 .iter()
                 .find(|c| c.path == path)
@@ -737,37 +716,15 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// The checks the server will make, run before anything leaves the machine.
+    /// The server's rules for one file (memsync_core::policy), run before anything leaves the
+    /// machine: the first failure, if any.
     fn local_check(&self, path: &str, content: &[u8]) -> Option<(String, String)> {
         let mp = MemoryPath::parse(path).ok()?;
-        if mp.is_index() {
-            if content.len() > self.max_file_bytes {
-                return Some((
-                    "too_large".into(),
-                    format!(
-                        "the index is {} bytes; the limit is {}",
-                        content.len(),
-                        self.max_file_bytes
-                    ),
-                ));
-            }
-            if std::str::from_utf8(content).is_err() {
-                return Some(("not_utf8".into(), "the index is not UTF-8 text".into()));
-            }
-            return None;
-        }
-        match memsync_core::memory::validate(content, self.max_file_bytes) {
-            Err(problems) => problems
-                .into_iter()
-                .next()
-                .map(|p| (p.rule.to_owned(), p.message)),
-            Ok(doc) if doc.memory_type() == Some(memsync_core::MemoryType::User) => Some((
-                "type_user_in_team".into(),
-                "`type: user` memories are always private; move it to your private memory dir"
-                    .into(),
-            )),
-            Ok(_) => None,
-        }
+        policy::check_file(&mp, content, self.max_file_bytes)
+            .err()?
+            .into_iter()
+            .next()
+            .map(|f| (f.rule, f.message))
     }
 
     fn apply_push_response(
@@ -875,6 +832,70 @@ fn clashes_with_local(state: &State, incoming: &[FileState]) -> BTreeMap<String,
         }
     }
     out
+}
+
+/// The refusals the server would answer for the batch's on-disk layout (`path_clash`) and its
+/// team feedback (`feedback_conflict`), predicted with the server's own rules over the team dir
+/// as last synced: the synced paths and the files on disk that the batch does not change.
+fn predict_refusal(
+    state: &State,
+    scan: &crate::fsops::Scan,
+    changes: &[PushChange],
+) -> Option<Vec<RefusedNote>> {
+    let checked: Vec<policy::CheckedChange> = changes
+        .iter()
+        .filter_map(|c| {
+            Some(policy::CheckedChange {
+                path: MemoryPath::parse(&c.path).ok()?,
+                op: c.op,
+                base: c.base_sha256,
+                content: c.content.clone(),
+            })
+        })
+        .collect();
+    let to_notes = |failures: Vec<memsync_core::wire::Failure>| {
+        failures
+            .into_iter()
+            .map(|f| RefusedNote {
+                path: f.path,
+                rule: f.rule,
+                message: f.message,
+            })
+            .collect::<Vec<_>>()
+    };
+    let layout = policy::layout_failures(&checked, state.files.keys().map(String::as_str));
+    if !layout.is_empty() {
+        return Some(to_notes(layout));
+    }
+    let batch: Vec<(&str, &str)> = changes
+        .iter()
+        .filter_map(|c| Some((c.path.as_str(), c.content.as_deref()?)))
+        .collect();
+    // The server's copies: synced files unchanged since (a changed file is in the batch, or
+    // refused locally and not sent).
+    let texts: Vec<(String, String)> = scan
+        .files
+        .iter()
+        .filter(|(p, f)| state.files.get(*p).is_some_and(|t| t.sha256 == f.sha256))
+        .map(|(p, f)| (p.clone(), String::from_utf8_lossy(&f.content).into_owned()))
+        .collect();
+    let team: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    match policy::team_feedback(&batch, &team) {
+        Ok(_) => None,
+        Err(conflicts) => Some(
+            conflicts
+                .into_iter()
+                .map(|c| RefusedNote {
+                    message: c.message(),
+                    path: c.path,
+                    rule: "feedback_conflict".into(),
+                })
+                .collect(),
+        ),
+    }
 }
 
 pub fn local_status(team: &TeamDir, state: &State) -> Result<LocalStatus, FsError> {
