@@ -117,7 +117,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     }
     // On SIGTERM/SIGINT: stop accepting, let requests in flight finish, but not for ever.
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let serve = http::serve::serve(listener, app, cfg.connections, async move {
         shutdown_signal().await;
         tracing::info!("shutdown requested; finishing requests in flight");
         let _ = stopping_tx.send(());
