@@ -258,7 +258,7 @@ async fn the_connection_cap_holds_and_over_cap_connections_get_503_json() {
     const CAP: usize = 40;
     const OVER: usize = 100;
     /// Over-cap connections the server answers at once (`MAX_REJECTING` in http/serve.rs).
-    const MAX_REJECTING: usize = 128;
+    const MAX_REJECTING: usize = 256;
     let db = TestDb::new().await;
     let server = Server::start_with(
         Some(db.url.clone()),

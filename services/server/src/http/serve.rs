@@ -52,9 +52,9 @@ pub const HARD_MAX_HEADER_BYTES: usize = 256 * 1024;
 /// hyper's limit on the number of header fields: past it hyper answers a bare 431 and closes.
 pub const HARD_MAX_HEADERS: usize = 256;
 /// How long an over-cap connection may take to receive its 503 and close.
-pub const REJECT_LIMIT: Duration = Duration::from_secs(2);
+pub const REJECT_LIMIT: Duration = Duration::from_secs(1);
 /// Over-cap connections being answered at once; past that they are closed without an answer.
-pub const MAX_REJECTING: usize = 128;
+pub const MAX_REJECTING: usize = 256;
 
 /// How many connections are served at once and how long each has to send a request head.
 #[derive(Debug, Clone, Copy)]
