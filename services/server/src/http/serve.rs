@@ -18,7 +18,9 @@
 //!   ([`HARD_MAX_HEADER_BYTES`], [`HARD_MAX_HEADERS`], hyper's fixed 65,534-byte URL), so they
 //!   only meet a request no client of the API sends.
 //! - **Graceful shutdown.** When `shutdown` completes the listener closes, idle connections
-//!   close, and requests in flight finish; [`serve`] returns once every connection is done.
+//!   close (one in the middle of a request head at its header timeout at the latest), and
+//!   requests in flight finish, answered with `Connection: close`; [`serve`] returns once every
+//!   connection is done.
 
 use std::future::Future;
 use std::io;
