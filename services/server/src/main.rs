@@ -99,7 +99,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         max_body_bytes: cfg.max_body_bytes,
     };
     let app = http::router(state, cfg.request_timeout);
-    let listener = match tokio::net::TcpListener::bind(cfg.listen).await {
+    let listener = match http::serve::bind(cfg.listen) {
         Ok(l) => l,
         Err(e) => {
             db.close().await;

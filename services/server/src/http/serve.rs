@@ -11,7 +11,7 @@
 //!   has closed or [`REJECT_LIMIT`] has passed. At most [`MAX_REJECTING`] such answers are in
 //!   flight; past that, a connection is closed at once. The accept loop itself never waits for
 //!   a slot, so a full server keeps answering at once instead of leaving connections in the
-//!   kernel's queue.
+//!   kernel's queue, and that queue is [`LISTEN_BACKLOG`] long rather than the usual 128.
 //! - **Head limits.** [`head_limits`] answers a URL over [`MAX_URI_BYTES`] with `414` and a head
 //!   over [`MAX_HEADER_BYTES`] or [`MAX_HEADERS`] fields with `431`, in the JSON error shape.
 //!   hyper's own limits, which answer with an empty body, are set well above those
@@ -24,6 +24,7 @@
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,7 +38,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::Semaphore;
 
 use crate::error::ApiError;
@@ -57,6 +58,23 @@ pub const HARD_MAX_HEADERS: usize = 256;
 pub const REJECT_LIMIT: Duration = Duration::from_secs(1);
 /// Over-cap connections being answered at once; past that they are closed without an answer.
 pub const MAX_REJECTING: usize = 256;
+
+/// Connections the kernel queues for the accept loop (capped by `net.core.somaxconn`). The
+/// standard library's 128 overflows under a burst of connects while the loop is busy, and a
+/// connection dropped from a full queue looks open to a client that has sent nothing.
+pub const LISTEN_BACKLOG: u32 = 1024;
+
+/// Listens on `addr` with [`LISTEN_BACKLOG`].
+pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
 
 /// How many connections are served at once and how long each has to send a request head.
 #[derive(Debug, Clone, Copy)]
