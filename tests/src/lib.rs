@@ -331,6 +331,34 @@ impl Drop for Server {
     }
 }
 
+/// A token signed with [`TEST_JWT_SECRET`] without the server's CLI, valid for an hour: it is in
+/// no token table, so no API call can revoke it. `teams` like `[("acme", "member")]`.
+pub fn forge_token(sub: &str, teams: &[(&str, &str)], admin: bool) -> String {
+    let now = chrono::Utc::now().timestamp();
+    let teams: serde_json::Map<String, Value> = teams
+        .iter()
+        .map(|(t, role)| ((*t).to_owned(), Value::from(*role)))
+        .collect();
+    let claims = serde_json::json!({
+        "sub": sub, "name": sub, "email": format!("{sub}@example.com"), "teams": teams,
+        "admin": admin, "jti": uuid::Uuid::new_v4().to_string(), "iat": now, "exp": now + 3600,
+        "iss": "memsync", "aud": "memsync",
+    });
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(TEST_JWT_SECRET.as_bytes()).expect("HS256 key"),
+    )
+    .expect("sign a test token")
+}
+
+/// How many file descriptors process `pid` has open.
+pub fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("/proc/<pid>/fd")
+        .count()
+}
+
 /// A minimal HTTP client for tests: raw status and JSON.
 #[derive(Clone)]
 pub struct Client {

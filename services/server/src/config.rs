@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::export::{ExportConfig, MirrorConfig};
+use crate::http::serve::ConnectionLimits;
 
 #[derive(Parser)]
 #[command(
@@ -168,6 +169,19 @@ pub struct GlobalArgs {
     /// Time limit for one request.
     #[arg(long, global = true, env = "MEMSYNC_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub request_timeout: Duration,
+    /// Time a connection has to send a request's headers, counted from when it opens or
+    /// finishes its previous request (so it is also the keep-alive idle limit); a connection
+    /// that misses it is closed.
+    #[arg(long, global = true, env = "MEMSYNC_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Most client connections served at once; one more is answered 503 and closed.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_MAX_CONNECTIONS",
+        default_value_t = 1024
+    )]
+    pub max_connections: usize,
     /// Database connections in the pool.
     #[arg(
         long,
@@ -252,6 +266,7 @@ pub struct Config {
     pub max_body_bytes: usize,
     pub max_changes_per_push: usize,
     pub request_timeout: Duration,
+    pub connections: ConnectionLimits,
     pub db_pool_size: u32,
     pub db_restart_attempts: u32,
     pub export: ExportConfig,
@@ -284,6 +299,11 @@ impl Config {
             max_body_bytes: g.max_body_bytes,
             max_changes_per_push: g.max_changes_per_push,
             request_timeout: g.request_timeout,
+            connections: ConnectionLimits {
+                // Zero would close every connection before its first byte.
+                header_read_timeout: g.header_read_timeout.max(Duration::from_millis(100)),
+                max_connections: g.max_connections.max(1),
+            },
             db_pool_size: g.db_pool_size.max(2),
             db_restart_attempts: g.db_restart_attempts.max(1),
             export: ExportConfig {

@@ -110,7 +110,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         db_health,
     };
     let app = http::router(state, cfg.request_timeout);
-    let listener = match tokio::net::TcpListener::bind(cfg.listen).await {
+    let listener = match http::serve::bind(cfg.listen) {
         Ok(l) => l,
         Err(e) => {
             db.close().await;
@@ -128,7 +128,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     }
     // On SIGTERM/SIGINT: stop accepting, let requests in flight finish, but not for ever.
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let serve = http::serve::serve(listener, app, cfg.connections, async move {
         shutdown_signal().await;
         tracing::info!("shutdown requested; finishing requests in flight");
         let _ = stopping_tx.send(());

@@ -127,6 +127,9 @@ pub async fn info_refs(
     backend(project, "GET", "info/refs", headers, None).await
 }
 
+/// The media type git sends its pack negotiation as.
+const UPLOAD_PACK_REQUEST: &str = "application/x-git-upload-pack-request";
+
 /// `POST …/git-upload-pack`: the pack negotiation and the pack.
 pub async fn upload_pack(
     project: &ProjectId,
@@ -134,6 +137,16 @@ pub async fn upload_pack(
     body: Body,
     max_body_bytes: usize,
 ) -> ApiResult<Response> {
+    // Checked here rather than by `git http-backend`, whose refusal is a plain-text 415.
+    let media_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|ct| ct.split(';').next().unwrap_or("").trim());
+    if !media_type.is_some_and(|m| m.eq_ignore_ascii_case(UPLOAD_PACK_REQUEST)) {
+        return Err(ApiError::UnsupportedMediaType(format!(
+            "send the body with `Content-Type: {UPLOAD_PACK_REQUEST}`, as git does"
+        )));
+    }
     let body = axum::body::to_bytes(body, max_body_bytes)
         .await
         .map_err(|_| ApiError::PayloadTooLarge("the request body is too large".into()))?;
@@ -202,8 +215,9 @@ async fn backend(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if let Some(ct) = header_str(headers, "content-type") {
-        cmd.env("CONTENT_TYPE", ct);
+    if body.is_some() {
+        // The one type upload_pack let through, spelled the way git http-backend compares it.
+        cmd.env("CONTENT_TYPE", UPLOAD_PACK_REQUEST);
     }
     if let Some(enc) = header_str(headers, "content-encoding") {
         cmd.env("HTTP_CONTENT_ENCODING", enc);

@@ -4,6 +4,7 @@
 mod admin;
 mod body;
 pub mod metrics;
+pub mod serve;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -140,6 +141,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::map_response(json_errors))
+        .layer(axum::middleware::from_fn(serve::head_limits))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
@@ -191,6 +193,9 @@ async fn json_errors(resp: Response) -> Response {
             "the request took longer than the server allows (--request-timeout); retry, or push fewer files at once".into(),
         ),
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge("the request body is larger than this server accepts".into()),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType("the request body's Content-Type is not one this route takes".into()),
+        StatusCode::URI_TOO_LONG => ApiError::bad_request("uri_too_long", "the URL is longer than this server accepts"),
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => ApiError::bad_request("headers_too_large", "the request headers are larger than this server accepts"),
         s if s.is_server_error() => ApiError::Internal(anyhow::anyhow!("{s} without a body")),
         _ => ApiError::bad_request(
             "invalid_request",
