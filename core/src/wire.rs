@@ -223,6 +223,39 @@ pub enum TeamRole {
     Admin,
 }
 
+/// One `--team` grant as every command line takes it: `TEAM`, `TEAM:member` or `TEAM:admin`.
+pub fn parse_team_grant(spec: &str) -> Result<(String, TeamRole), String> {
+    let (team, role) = match spec.split_once(':') {
+        None => (spec, TeamRole::Member),
+        Some((t, "admin")) => (t, TeamRole::Admin),
+        Some((t, "member")) => (t, TeamRole::Member),
+        Some((_, other)) => {
+            return Err(format!(
+                "unknown role `{other}` in --team {spec}: use TEAM or TEAM:admin"
+            ));
+        }
+    };
+    if !crate::project::valid_segment(team) {
+        return Err(format!(
+            "`{team}` in --team {spec} is not a valid team name: use lowercase letters, digits, `.`, `_` or `-`"
+        ));
+    }
+    Ok((team.to_owned(), role))
+}
+
+/// Several `--team` grants; a team named twice keeps its highest role.
+pub fn parse_team_grants<S: AsRef<str>>(
+    specs: &[S],
+) -> Result<std::collections::BTreeMap<String, TeamRole>, String> {
+    let mut teams = std::collections::BTreeMap::new();
+    for spec in specs {
+        let (team, role) = parse_team_grant(spec.as_ref())?;
+        let e = teams.entry(team).or_insert(role);
+        *e = (*e).max(role);
+    }
+    Ok(teams)
+}
+
 /// `POST /v1/projects/{team}/{name}/feedback/check`: a candidate (e.g. private) feedback memory,
 /// checked against the project's team feedback. Nothing of it is stored or logged.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -289,4 +322,31 @@ pub struct TokenIssued {
     pub jti: String,
     /// Unix seconds.
     pub expires_at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn team_grants() {
+        assert_eq!(
+            parse_team_grant("acme"),
+            Ok(("acme".into(), TeamRole::Member))
+        );
+        assert_eq!(
+            parse_team_grant("ops:admin"),
+            Ok(("ops".into(), TeamRole::Admin))
+        );
+        assert_eq!(
+            parse_team_grant("ops:member"),
+            Ok(("ops".into(), TeamRole::Member))
+        );
+        for bad in ["ops:", "ops:owner", ":admin", "Ops", "a/b:admin", ""] {
+            assert!(parse_team_grant(bad).is_err(), "{bad}");
+        }
+        let g = parse_team_grants(&["ops", "ops:admin", "acme"]).expect("valid");
+        assert_eq!(g.get("ops"), Some(&TeamRole::Admin));
+        assert_eq!(g.get("acme"), Some(&TeamRole::Member));
+    }
 }

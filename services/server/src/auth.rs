@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::extract::FromRequestParts;
-use axum::http::header;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
 use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use memsync_core::ProjectId;
@@ -23,7 +23,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// The Postgres channel a revocation is announced on.
 pub const REVOCATION_CHANNEL: &str = "memsync_token_revoked";
@@ -194,11 +194,7 @@ impl Revocations {
     }
 
     pub async fn reload(&self, pool: &PgPool) -> anyhow::Result<()> {
-        let rows: Vec<Uuid> = sqlx::query_scalar(
-            "SELECT jti FROM tokens WHERE revoked_at IS NOT NULL AND expires_at > now() - interval '1 minute'",
-        )
-        .fetch_all(pool)
-        .await?;
+        let rows = crate::store::tokens::revoked_unexpired(pool).await?;
         if let Ok(mut s) = self.0.write() {
             *s = rows.into_iter().collect();
         }
@@ -272,38 +268,140 @@ impl Principal {
     }
 }
 
+/// Where a route takes its token from. The API takes `Authorization: Bearer <token>`; the git
+/// endpoint also takes the token as a basic-auth password, since that is what git's credential
+/// helpers send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Bearer,
+    BearerOrBasic,
+}
+
+impl Scheme {
+    fn missing(self) -> &'static str {
+        match self {
+            Scheme::Bearer => {
+                "missing `Authorization: Bearer <token>`; get a token with `memsync login`"
+            }
+            Scheme::BearerOrBasic => {
+                "a memsync token is needed: use it as the HTTP password, e.g. git clone http://x:$TOKEN@host/git/team/name.git"
+            }
+        }
+    }
+}
+
+/// The token an `Authorization` header presents, or why there is none.
+fn presented_token(headers: &HeaderMap, scheme: Scheme) -> Result<String, &'static str> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Err(scheme.missing());
+    };
+    let value = value
+        .to_str()
+        .map_err(|_| "the Authorization header is not ASCII")?;
+    let (kind, rest) = value.split_once(' ').unwrap_or((value, ""));
+    let rest = rest.trim();
+    let token = if kind.eq_ignore_ascii_case("bearer") {
+        rest.to_owned()
+    } else if kind.eq_ignore_ascii_case("basic") && scheme == Scheme::BearerOrBasic {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(rest)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or("malformed basic credentials")?;
+        // The token is the password; a user name alone is taken too (`http://$TOKEN@host`).
+        let (user, password) = decoded.split_once(':').unwrap_or((&decoded, ""));
+        if password.is_empty() { user } else { password }
+            .trim()
+            .to_owned()
+    } else {
+        return Err(match scheme {
+            Scheme::Bearer => "the Authorization header must be `Bearer <token>`",
+            Scheme::BearerOrBasic => {
+                "use the token as the HTTP password (basic) or as `Bearer <token>`"
+            }
+        });
+    };
+    if token.is_empty() {
+        return Err(scheme.missing());
+    }
+    Ok(token)
+}
+
+/// The one check every route makes, API and git alike: a token presented the way the route
+/// takes it, signed by this server's key, unexpired, and not revoked.
+pub fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+    scheme: Scheme,
+) -> Result<Principal, ApiError> {
+    let token =
+        presented_token(headers, scheme).map_err(|m| ApiError::Unauthenticated(m.into()))?;
+    let claims = state.keys.verify(&token)?;
+    if state.revocations.is_revoked(&claims.jti) {
+        return Err(ApiError::Unauthenticated(
+            "the token has been revoked; ask an admin for a new one".into(),
+        ));
+    }
+    Ok(Principal { claims })
+}
+
 impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let value = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .ok_or_else(|| {
-                ApiError::Unauthenticated(
-                    "missing `Authorization: Bearer <token>`; get a token with `memsync login`"
-                        .into(),
-                )
-            })?
-            .to_str()
-            .map_err(|_| {
-                ApiError::Unauthenticated("the Authorization header is not ASCII".into())
-            })?;
-        let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))
-            .ok_or_else(|| {
-                ApiError::Unauthenticated(
-                    "the Authorization header must be `Bearer <token>`".into(),
-                )
-            })?
-            .trim();
-        let claims = state.keys.verify(token)?;
-        if state.revocations.is_revoked(&claims.jti) {
-            return Err(ApiError::Unauthenticated(
-                "the token has been revoked; ask an admin for a new one".into(),
-            ));
+        authenticate(state, &parts.headers, Scheme::Bearer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn h(v: &str) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        m.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(v).expect("ascii"),
+        );
+        m
+    }
+
+    #[test]
+    fn the_api_takes_bearer_tokens_and_git_also_basic_passwords() {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let git = Scheme::BearerOrBasic;
+        let api = Scheme::Bearer;
+        for scheme in [api, git] {
+            assert_eq!(
+                presented_token(&HeaderMap::new(), scheme),
+                Err(scheme.missing())
+            );
+            assert_eq!(presented_token(&h("Bearer tok"), scheme), Ok("tok".into()));
+            assert_eq!(
+                presented_token(&h("bearer  tok "), scheme),
+                Ok("tok".into())
+            );
+            assert_eq!(
+                presented_token(&h("Bearer "), scheme),
+                Err(scheme.missing())
+            );
+            assert!(presented_token(&h("Digest x"), scheme).is_err());
         }
-        Ok(Principal { claims })
+        let basic = format!("Basic {}", b64("x:tok"));
+        assert_eq!(presented_token(&h(&basic), git), Ok("tok".into()));
+        assert_eq!(
+            presented_token(&h(&basic), api),
+            Err("the Authorization header must be `Bearer <token>`")
+        );
+        let user_only = format!("basic {}", b64("tok:"));
+        assert_eq!(presented_token(&h(&user_only), git), Ok("tok".into()));
+        let empty = format!("Basic {}", b64(":"));
+        assert_eq!(presented_token(&h(&empty), git), Err(git.missing()));
+        assert_eq!(
+            presented_token(&h("Basic !!!"), git),
+            Err("malformed basic credentials")
+        );
     }
 }

@@ -1,35 +1,19 @@
 //! `memsync-server`: serve, migrate, and token administration.
 
-mod admin;
-mod auth;
-mod config;
-mod db;
-mod error;
-mod export;
-mod guard;
-mod http;
-mod idempotent;
-mod remote;
-mod store;
-mod sync;
-mod telemetry;
-mod tokens;
-
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use memsync_core::project::valid_segment;
 use memsync_core::text::Text;
-use memsync_core::wire::TeamRole;
 use uuid::Uuid;
 
-use crate::auth::{Keys, Revocations};
-use crate::config::{Cli, Command, Config, ExportCommand, TokenCommand};
-use crate::db::Database;
-use crate::store::tokens::TokenRecord;
+use memsync_server::admin::tokens;
+use memsync_server::auth::{self, Keys, Revocations};
+use memsync_server::config::{Cli, Command, Config, ExportCommand, TokenCommand};
+use memsync_server::db::{self, Database};
+use memsync_server::state::AppState;
+use memsync_server::{export, http, remote, store, sync, telemetry};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -94,7 +78,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     revocations.reload(&db.pool).await?;
     revocations.spawn_watcher(db.pool.clone());
     spawn_housekeeping(db.pool.clone());
-    let state = http::AppState {
+    let state = AppState {
         pool: db.pool.clone(),
         keys,
         revocations,
@@ -209,65 +193,6 @@ async fn export_cmd(cfg: Config, cmd: ExportCommand) -> anyhow::Result<()> {
     result
 }
 
-/// Prints tokens as `token list` does; without `all`, only the active ones.
-fn print_tokens(tokens: Vec<TokenRecord>, all: bool, json: bool) -> anyhow::Result<()> {
-    let now = chrono::Utc::now();
-    let tokens: Vec<TokenRecord> = tokens
-        .into_iter()
-        .filter(|t| all || (t.revoked_at.is_none() && t.expires_at > now))
-        .collect();
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "tokens": tokens }))?
-        );
-    } else if tokens.is_empty() {
-        println!("no tokens");
-    } else {
-        for t in tokens {
-            let state = if t.revoked_at.is_some() {
-                "revoked"
-            } else if t.expires_at < now {
-                "expired"
-            } else {
-                "active"
-            };
-            println!(
-                "{}  {:8} {:20} teams={} admin={} expires={}",
-                t.jti,
-                state,
-                t.sub,
-                t.teams,
-                t.admin,
-                t.expires_at.format("%Y-%m-%d")
-            );
-        }
-    }
-    Ok(())
-}
-
-fn parse_teams(specs: &[String]) -> anyhow::Result<BTreeMap<String, TeamRole>> {
-    let mut teams = BTreeMap::new();
-    for spec in specs {
-        let (team, role) = match spec.split_once(':') {
-            None => (spec.as_str(), TeamRole::Member),
-            Some((t, "admin")) => (t, TeamRole::Admin),
-            Some((t, "member")) => (t, TeamRole::Member),
-            Some((_, other)) => {
-                bail!("unknown role `{other}` in --team {spec}: use TEAM or TEAM:admin")
-            }
-        };
-        if !valid_segment(team) {
-            bail!(
-                "`{team}` is not a valid team name: use lowercase letters, digits, `.`, `_` or `-`"
-            );
-        }
-        let e = teams.entry(team.to_owned()).or_insert(role);
-        *e = (*e).max(role);
-    }
-    Ok(teams)
-}
-
 /// Commands other than `serve` only talk to an installation that exists: they never create a
 /// data dir, a signing key or a database cluster, which would split the server's identity in
 /// two (a token signed with a new key in the wrong directory does not verify on the server).
@@ -329,7 +254,7 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
                 let req = tokens::IssueRequest {
                     user: Text::new(args.user).context("--user")?,
                     email: args.email.map(Text::new).transpose().context("--email")?,
-                    teams: parse_teams(&args.teams)?,
+                    teams: memsync_core::wire::parse_team_grants(&args.teams).map_err(anyhow::Error::msg)?,
                     admin: args.admin,
                     ttl_secs: i64::try_from(args.ttl.as_secs()).unwrap_or(i64::MAX / 2),
                 };
@@ -349,7 +274,7 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
                 println!("{token}");
             }
             TokenCommand::List { all, json } => {
-                print_tokens(store::tokens::list(&db.pool, all).await?, all, json)?;
+                remote::print_tokens(store::tokens::list(&db.pool, all).await?, all, json)?;
             }
             TokenCommand::Revoke { jti } => {
                 let jti: Uuid = jti

@@ -123,7 +123,7 @@ pub async fn token(server: &str, cmd: TokenCommand) -> anyhow::Result<()> {
             let tokens: Vec<crate::store::tokens::TokenRecord> =
                 serde_json::from_value(v["tokens"].clone())
                     .context("the server's answer is not a token list")?;
-            crate::print_tokens(tokens, all, json)?;
+            print_tokens(tokens, all, json)?;
         }
         TokenCommand::Revoke { jti } => {
             remote
@@ -144,8 +144,49 @@ fn issue_request(args: IssueArgs) -> anyhow::Result<TokenIssue> {
     Ok(TokenIssue {
         user: Text::new(args.user).context("--user")?,
         email: args.email.map(Text::new).transpose().context("--email")?,
-        teams: crate::parse_teams(&args.teams)?,
+        teams: memsync_core::wire::parse_team_grants(&args.teams).map_err(anyhow::Error::msg)?,
         admin: args.admin,
         ttl_days: Some(ttl_days),
     })
+}
+
+/// Prints tokens as `token list` does; without `all`, only the active ones.
+pub fn print_tokens(
+    tokens: Vec<crate::store::tokens::TokenRecord>,
+    all: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let now = chrono::Utc::now();
+    let tokens: Vec<crate::store::tokens::TokenRecord> = tokens
+        .into_iter()
+        .filter(|t| all || (t.revoked_at.is_none() && t.expires_at > now))
+        .collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "tokens": tokens }))?
+        );
+    } else if tokens.is_empty() {
+        println!("no tokens");
+    } else {
+        for t in tokens {
+            let state = if t.revoked_at.is_some() {
+                "revoked"
+            } else if t.expires_at < now {
+                "expired"
+            } else {
+                "active"
+            };
+            println!(
+                "{}  {:8} {:20} teams={} admin={} expires={}",
+                t.jti,
+                state,
+                t.sub,
+                t.teams,
+                t.admin,
+                t.expires_at.format("%Y-%m-%d")
+            );
+        }
+    }
+    Ok(())
 }

@@ -17,14 +17,13 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
 use memsync_core::ProjectId;
 use serde::Deserialize;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use crate::auth::Principal;
+use crate::auth::{Principal, Scheme, authenticate};
 use crate::error::{ApiError, ApiResult};
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// How long one `git http-backend` may run (a clone streams its pack within it).
 const BACKEND_LIMIT: Duration = Duration::from_secs(600);
@@ -42,55 +41,15 @@ fn unauthorized(message: &str) -> Response {
     resp
 }
 
-/// The token in an `Authorization` header; None for none (or empty basic credentials).
-fn token(headers: &HeaderMap) -> Result<Option<String>, &'static str> {
-    let Some(value) = headers.get(header::AUTHORIZATION) else {
-        return Ok(None);
-    };
-    let value = value
-        .to_str()
-        .map_err(|_| "the Authorization header is not ASCII")?;
-    let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
-    let rest = rest.trim();
-    if scheme.eq_ignore_ascii_case("bearer") {
-        return Ok(Some(rest.to_owned()).filter(|t| !t.is_empty()));
-    }
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return Err("use the token as the HTTP password (basic) or as `Bearer <token>`");
-    }
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(rest)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or("malformed basic credentials")?;
-    let (user, password) = decoded.split_once(':').unwrap_or((&decoded, ""));
-    let t = if password.is_empty() { user } else { password };
-    Ok(Some(t.trim().to_owned()).filter(|t| !t.is_empty()))
-}
-
 impl FromRequestParts<AppState> for GitPrincipal {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let token = match token(&parts.headers) {
-            Ok(Some(t)) => t,
-            Ok(None) => {
-                return Err(unauthorized(
-                    "a memsync token is needed: use it as the HTTP password, e.g. git clone http://x:$TOKEN@host/git/team/name.git",
-                ));
-            }
-            Err(why) => return Err(unauthorized(why)),
-        };
-        let claims = match state.keys.verify(&token) {
-            Ok(c) => c,
-            Err(e) => return Err(unauthorized(&e.to_string())),
-        };
-        if state.revocations.is_revoked(&claims.jti) {
-            return Err(unauthorized(
-                "the token has been revoked; ask an admin for a new one",
-            ));
+        match authenticate(state, &parts.headers, Scheme::BearerOrBasic) {
+            Ok(p) => Ok(GitPrincipal(p)),
+            Err(ApiError::Unauthenticated(why)) => Err(unauthorized(&why)),
+            Err(e) => Err(e.into_response()),
         }
-        Ok(GitPrincipal(Principal { claims }))
     }
 }
 
@@ -330,32 +289,6 @@ async fn read_cgi_headers<R: AsyncBufRead + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_from_basic_and_bearer() {
-        let h = |v: &str| {
-            let mut m = HeaderMap::new();
-            m.insert(
-                header::AUTHORIZATION,
-                HeaderValue::from_str(v).expect("ascii"),
-            );
-            m
-        };
-        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        assert_eq!(token(&HeaderMap::new()), Ok(None));
-        assert_eq!(
-            token(&h(&format!("Basic {}", b64("x:tok")))),
-            Ok(Some("tok".into()))
-        );
-        assert_eq!(
-            token(&h(&format!("basic {}", b64("tok:")))),
-            Ok(Some("tok".into()))
-        );
-        assert_eq!(token(&h(&format!("Basic {}", b64(":")))), Ok(None));
-        assert_eq!(token(&h("Bearer tok")), Ok(Some("tok".into())));
-        assert!(token(&h("Digest x")).is_err());
-        assert!(token(&h("Basic !!!")).is_err());
-    }
 
     #[tokio::test]
     async fn cgi_headers_are_parsed() {

@@ -13,7 +13,8 @@ use sqlx::PgPool;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::{MirrorConfig, Stats, bump, outbox, repo};
+use super::{MirrorConfig, Stats, bump, repo};
+use crate::store::outbox;
 
 const FIRST_RETRY: Duration = Duration::from_secs(5);
 const LAST_RETRY: Duration = Duration::from_secs(3600);

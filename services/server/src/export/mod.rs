@@ -43,8 +43,7 @@
 
 pub mod http;
 mod mirror;
-mod outbox;
-mod repo;
+pub mod repo;
 mod worker;
 
 use std::path::{Path, PathBuf};
@@ -58,6 +57,7 @@ use sqlx::{PgConnection, PgPool};
 
 use crate::config::SecretString;
 use crate::error::{ApiError, ApiResult};
+use crate::store::outbox;
 
 /// The export's configuration.
 #[derive(Debug, Clone)]

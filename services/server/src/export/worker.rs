@@ -9,7 +9,8 @@ use memsync_core::ProjectId;
 use sqlx::postgres::PgListener;
 use sqlx::{PgConnection, PgPool};
 
-use super::{Exporter, bump, outbox, repo};
+use super::{Exporter, bump, repo};
+use crate::store::outbox;
 
 /// Revisions read from Postgres and committed at a time, at most; and their content at most.
 const BATCH: i64 = 64;

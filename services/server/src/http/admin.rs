@@ -12,10 +12,10 @@ use memsync_core::text::Text;
 
 use super::{AppState, IdempotencyKey, JsonBody, QueryParams, replayed_response, request_id};
 use crate::admin;
+use crate::admin::tokens;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::store::history::AuditFilter;
-use crate::tokens;
 
 #[derive(Debug, Deserialize)]
 pub struct AuditQuery {
@@ -64,7 +64,7 @@ pub async fn audit(
         before_id: q.cursor,
         limit: q.limit.unwrap_or(100),
     };
-    let (rows, next) = admin::audit_page(&state.pool, &principal, filter).await?;
+    let (rows, next) = admin::audit::audit_page(&state.pool, &principal, filter).await?;
     match q.format.as_deref() {
         None | Some("json") => {
             Ok(Json(json!({ "events": rows, "next_cursor": next })).into_response())
@@ -123,7 +123,7 @@ fn csv_field(s: &str) -> String {
 
 pub async fn projects(State(state): State<AppState>, principal: Principal) -> ApiResult<Response> {
     Ok(
-        Json(json!({ "projects": admin::projects(&state.pool, &principal).await? }))
+        Json(json!({ "projects": admin::projects::list(&state.pool, &principal).await? }))
             .into_response(),
     )
 }
@@ -142,7 +142,7 @@ pub async fn archive(
     body: JsonBody<ArchiveBody>,
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
-    admin::archive(
+    admin::projects::archive(
         &state.pool,
         &principal,
         &project,
@@ -171,7 +171,7 @@ pub async fn history(
     QueryParams(q): QueryParams<PathQuery>,
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
-    let versions = admin::history(&state.pool, &project, &q.path).await?;
+    let versions = admin::memories::history(&state.pool, &project, &q.path).await?;
     Ok(
         Json(json!({ "project": project.as_str(), "path": q.path, "versions": versions }))
             .into_response(),
@@ -192,7 +192,7 @@ pub async fn version(
             "give `revision`, the revision of the version to show",
         )
     })?;
-    let (v, content) = admin::show(
+    let (v, content) = admin::memories::show(
         &state.pool,
         &principal,
         &project,
@@ -218,7 +218,7 @@ pub async fn diff(
             "give `from` and `to`, two revisions of the path",
         ));
     };
-    let patch = admin::diff(
+    let patch = admin::memories::diff(
         &state.pool,
         &principal,
         &project,
@@ -241,7 +241,7 @@ pub async fn delete(
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
     let b = body.value;
-    let act = admin::AdminAct {
+    let act = admin::memories::AdminAct {
         principal: &principal,
         project: &project,
         reason: &b.reason,
@@ -251,7 +251,7 @@ pub async fn delete(
     if let Some((status, answer)) = act.replay(&state.pool).await? {
         return Ok(replayed_response(status, answer));
     }
-    let r = admin::delete(&state.pool, state.limits, &act, &b.path).await?;
+    let r = admin::memories::delete(&state.pool, state.limits, &act, &b.path).await?;
     Ok(Json(r).into_response())
 }
 
@@ -265,7 +265,7 @@ pub async fn restore(
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
     let b = body.value;
-    let act = admin::AdminAct {
+    let act = admin::memories::AdminAct {
         principal: &principal,
         project: &project,
         reason: &b.reason,
@@ -275,7 +275,7 @@ pub async fn restore(
     if let Some((status, answer)) = act.replay(&state.pool).await? {
         return Ok(replayed_response(status, answer));
     }
-    let r = admin::restore(&state.pool, state.limits, &act, &b.path, b.revision).await?;
+    let r = admin::memories::restore(&state.pool, state.limits, &act, &b.path, b.revision).await?;
     Ok(Json(r).into_response())
 }
 
@@ -289,7 +289,7 @@ pub async fn purge(
 ) -> ApiResult<Response> {
     let project = admin::administered(&principal, &team, &name)?;
     let b = body.value;
-    let act = admin::AdminAct {
+    let act = admin::memories::AdminAct {
         principal: &principal,
         project: &project,
         reason: &b.reason,
@@ -299,7 +299,7 @@ pub async fn purge(
     if let Some((status, answer)) = act.replay(&state.pool).await? {
         return Ok(replayed_response(status, answer));
     }
-    let p = admin::purge(&state.pool, state.limits, &act, &b.path).await?;
+    let p = admin::memories::purge(&state.pool, state.limits, &act, &b.path).await?;
     Ok(Json(p).into_response())
 }
 

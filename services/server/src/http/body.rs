@@ -9,8 +9,8 @@ use memsync_core::Sha256;
 use memsync_core::text::TEXT_ERROR_PREFIX;
 use serde::de::DeserializeOwned;
 
-use super::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 pub struct JsonBody<T> {
     pub value: T,

@@ -6,7 +6,6 @@ mod body;
 pub mod metrics;
 pub mod serve;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -17,28 +16,16 @@ use axum::{Json, Router};
 use memsync_core::ProjectId;
 use memsync_core::wire::WhoAmI;
 use serde::Deserialize;
-use sqlx::PgPool;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::auth::{Keys, Principal, Revocations};
+use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::export::http::{self as git, GitPrincipal};
-use crate::sync::{self, Pull, PushMeta, PushOutcome, SyncLimits};
+pub use crate::state::AppState;
+use crate::sync::{self, Pull, PushMeta, PushOutcome};
 pub use body::{IdempotencyKey, JsonBody, QueryParams, replayed_response};
-
-#[derive(Clone)]
-pub struct AppState {
-    pub pool: PgPool,
-    pub keys: Arc<Keys>,
-    pub revocations: Revocations,
-    pub limits: SyncLimits,
-    pub metrics: Arc<metrics::Metrics>,
-    pub max_body_bytes: usize,
-    /// The database's state as the supervisor sees it, for `/readyz` and `/healthz`.
-    pub db_health: crate::db::DbHealth,
-}
 
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -409,7 +396,7 @@ async fn allowlist_list(
     Path((team, name)): Path<(String, String)>,
 ) -> ApiResult<Response> {
     let project = reachable(&principal, &team, &name)?;
-    Ok(Json(crate::guard::list(&state.pool, &project).await?).into_response())
+    Ok(Json(crate::admin::allowlist::list(&state.pool, &project).await?).into_response())
 }
 
 async fn allowlist_add(
@@ -420,7 +407,7 @@ async fn allowlist_add(
     body: JsonBody<memsync_core::wire::AllowlistAdd>,
 ) -> ApiResult<Response> {
     let project = reachable(&principal, &team, &name)?;
-    let added = crate::guard::add(
+    let added = crate::admin::allowlist::add(
         &state.pool,
         &principal,
         &project,
@@ -435,7 +422,7 @@ async fn allowlist_add(
     };
     Ok((
         status,
-        Json(crate::guard::list(&state.pool, &project).await?),
+        Json(crate::admin::allowlist::list(&state.pool, &project).await?),
     )
         .into_response())
 }
@@ -447,7 +434,7 @@ async fn allowlist_remove(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let project = reachable(&principal, &team, &name)?;
-    crate::guard::remove(
+    crate::admin::allowlist::remove(
         &state.pool,
         &principal,
         &project,

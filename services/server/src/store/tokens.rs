@@ -158,3 +158,13 @@ pub async fn revoke(tx: &mut PgConnection, jti: Uuid, by: &str) -> sqlx::Result<
     }
     Ok(outcome)
 }
+
+/// Ids of revoked tokens that have not yet expired (with a minute's grace for clock skew): the
+/// set every replica keeps in memory to refuse them.
+pub async fn revoked_unexpired(pool: &PgPool) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar(
+        "SELECT jti FROM tokens WHERE revoked_at IS NOT NULL AND expires_at > now() - interval '1 minute'",
+    )
+    .fetch_all(pool)
+    .await
+}

@@ -58,7 +58,7 @@ pub async fn add(
     }
     let mut tx = pool.begin().await?;
     let added = allowlist::add(&mut *tx, project, fp, rule, reason, &principal.claims.sub).await?;
-    crate::admin::audit_event(
+    crate::admin::audit::event(
         &mut *tx,
         principal,
         project,
@@ -88,7 +88,7 @@ pub async fn remove(
             "{project} has no allowlist entry {fingerprint}"
         )));
     }
-    crate::admin::audit_event(
+    crate::admin::audit::event(
         &mut *tx,
         principal,
         project,

@@ -1,4 +1,4 @@
-//! The export's SQL: the outbox, rebuild requests, the advisory lock, and the revisions the
+//! The git export's SQL: the outbox, rebuild requests, the advisory lock, and the revisions the
 //! commits are made from.
 
 use std::str::FromStr;
@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use memsync_core::ProjectId;
 use sqlx::{Connection, PgConnection, PgExecutor, PgPool};
 
-use super::repo::{Change, Content, Revision};
+use crate::export::repo::{Change, Content, Revision};
 
 /// The Postgres channel the outbox trigger notifies on.
 pub const CHANNEL: &str = "memsync_export";

@@ -1,75 +1,19 @@
-//! The admin API's domain: the audit log, memory history, deletes and restores for everyone,
-//! purges, projects. Server admins act everywhere; team admins within their teams. Every admin
-//! read of memory content is itself audited.
+//! Memory history and the admin writes on it: show and diff (audited reads), delete and restore
+//! (ordinary revisions through the sync engine), purge (erases content from history). Each write
+//! and its audit row commit in one transaction.
 
 use memsync_core::wire::{PushChange, PushOp, PushRequest, PushResponse};
 use memsync_core::{MemoryPath, ProjectId, Sha256};
 use serde_json::json;
 use sqlx::{PgConnection, PgPool};
 
+use super::audit::event as audit_event;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotent::{self, Idem};
-use crate::store::audit::{self, AuditEvent};
-use crate::store::history::{self, AuditFilter, AuditRow, ProjectRow, Version};
+use crate::store::history::{self, Version};
 use crate::store::memories;
 use crate::sync::{self, PushMeta, SyncLimits};
-
-/// The project, if the caller administers its team (otherwise "not found", like any project
-/// the caller cannot reach).
-pub fn administered(principal: &Principal, team: &str, name: &str) -> ApiResult<ProjectId> {
-    let project = ProjectId::new(team, name)
-        .map_err(|e| ApiError::bad_request("invalid_project", e.to_string()))?;
-    if principal.is_team_admin(&project) {
-        Ok(project)
-    } else if principal.can_access(&project) {
-        Err(ApiError::Forbidden(format!(
-            "only admins of team `{}` (or server admins) can do this",
-            project.team()
-        )))
-    } else {
-        Err(sync::not_found(&project))
-    }
-}
-
-/// The teams whose audit log the caller may read: None for a server admin (all).
-pub fn audit_scope(principal: &Principal) -> ApiResult<Option<Vec<String>>> {
-    if principal.claims.admin {
-        return Ok(None);
-    }
-    let teams: Vec<String> = principal
-        .claims
-        .teams
-        .iter()
-        .filter(|(_, r)| **r == memsync_core::wire::TeamRole::Admin)
-        .map(|(t, _)| t.clone())
-        .collect();
-    if teams.is_empty() {
-        return Err(ApiError::Forbidden(
-            "the audit log is for team admins and server admins".into(),
-        ));
-    }
-    Ok(Some(teams))
-}
-
-pub async fn audit_page(
-    pool: &PgPool,
-    principal: &Principal,
-    mut filter: AuditFilter,
-) -> ApiResult<(Vec<AuditRow>, Option<i64>)> {
-    filter.teams = audit_scope(principal)?;
-    filter.limit = filter.limit.clamp(1, 1000);
-    let limit = filter.limit;
-    filter.limit += 1;
-    let mut rows = history::audit(pool, &filter).await?;
-    let next = if rows.len() as i64 > limit {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| r.id)
-    } else {
-        None
-    };
-    Ok((rows, next))
-}
 
 fn parse_path(path: &str) -> ApiResult<MemoryPath> {
     MemoryPath::parse(path).map_err(|e| ApiError::bad_request("invalid_path", e.to_string()))
@@ -82,36 +26,6 @@ pub async fn history(pool: &PgPool, project: &ProjectId, path: &str) -> ApiResul
         return Err(ApiError::NotFound(format!("{project} never had {path}")));
     }
     Ok(v)
-}
-
-/// Audits an action of `principal` on `project`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn audit_event<'e>(
-    db: impl sqlx::PgExecutor<'e>,
-    principal: &Principal,
-    project: &ProjectId,
-    action: &str,
-    path: Option<&str>,
-    revision: Option<i64>,
-    request_id: Option<&str>,
-    details: serde_json::Value,
-) -> ApiResult<()> {
-    audit::record(
-        db,
-        &AuditEvent {
-            team: Some(project.team()),
-            project: Some(project.as_str()),
-            actor_sub: &principal.claims.sub,
-            actor_name: Some(&principal.claims.name),
-            action,
-            path,
-            revision,
-            request_id,
-            details,
-        },
-    )
-    .await?;
-    Ok(())
 }
 
 /// One version with its content; the read is audited.
@@ -408,9 +322,6 @@ pub async fn restore(
     Ok(resp)
 }
 
-/// Erases a path's content from every stored version (and every stored push answer), after
-/// deleting it for everyone, in one transaction with its audit rows: either all of it happened
-/// or none. The audit log keeps who purged which path and why, not the content.
 /// What a committed purge did (the answer of the purge route).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Purged {
@@ -422,7 +333,9 @@ pub struct Purged {
     /// until the exporter retries the rewrite.
     pub export_rewritten: bool,
 }
-
+/// Erases a path's content from every stored version (and every stored push answer), after
+/// deleting it for everyone, in one transaction with its audit rows: either all of it happened
+/// or none. The audit log keeps who purged which path and why, not the content.
 pub async fn purge(
     pool: &PgPool,
     limits: SyncLimits,
@@ -504,36 +417,4 @@ pub async fn purge(
         }
     }
     Ok(answer)
-}
-
-pub async fn projects(pool: &PgPool, principal: &Principal) -> ApiResult<Vec<ProjectRow>> {
-    let scope = audit_scope(principal)?;
-    Ok(history::projects(pool, scope.as_deref()).await?)
-}
-
-pub async fn archive(
-    pool: &PgPool,
-    principal: &Principal,
-    project: &ProjectId,
-    archived: bool,
-    request_id: Option<&str>,
-) -> ApiResult<()> {
-    if !history::set_archived(pool, project, archived).await? {
-        return Err(sync::not_found(project));
-    }
-    audit_event(
-        pool,
-        principal,
-        project,
-        if archived {
-            "project_archive"
-        } else {
-            "project_unarchive"
-        },
-        None,
-        None,
-        request_id,
-        json!({}),
-    )
-    .await
 }

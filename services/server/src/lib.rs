@@ -1,0 +1,22 @@
+//! memsync's sync server as a library: the binary (`main.rs`) parses the command line and calls
+//! in here, and tests can call domain functions in-process.
+//!
+//! Reading order: `http` (routes, extractors, middleware) calls the domains `sync` (pull and
+//! push), `admin` (audit, memories, projects, tokens, allowlist) and `export` (the git export
+//! and its mirror); they decide with `memsync_core::policy` and keep their data through `store`
+//! (all of the SQL), on the pool that `db` opens and supervises. `state` is what every handler
+//! shares; `auth` turns a request's credentials into a `Principal`.
+
+pub mod admin;
+pub mod auth;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod export;
+pub mod http;
+pub mod idempotent;
+pub mod remote;
+pub mod state;
+pub mod store;
+pub mod sync;
+pub mod telemetry;

@@ -1,0 +1,23 @@
+//! What every request handler shares: the pool, the signing keys and revocation set, the sync
+//! limits, metrics, and the database's health. Built once in `serve`, cloned per request.
+
+use std::sync::Arc;
+
+use sqlx::PgPool;
+
+use crate::auth::{Keys, Revocations};
+use crate::db::DbHealth;
+use crate::http::metrics::Metrics;
+use crate::sync::SyncLimits;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    pub keys: Arc<Keys>,
+    pub revocations: Revocations,
+    pub limits: SyncLimits,
+    pub metrics: Arc<Metrics>,
+    pub max_body_bytes: usize,
+    /// The database's state as the supervisor sees it, for `/readyz` and `/healthz`.
+    pub db_health: DbHealth,
+}
