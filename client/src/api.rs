@@ -1,5 +1,11 @@
-//! The HTTP client for the memsync API: timeouts, retries with backoff on 5xx/429 (honouring
-//! `Retry-After`), and one error type whose messages say what went wrong and what to do.
+//! The HTTP client for the memsync API: timeouts, retries of what is safe to repeat, and one
+//! error type whose messages say what went wrong and what to do.
+//!
+//! What is retried is decided in one place, [`Request::may_repeat`]: GET and HEAD, and a POST,
+//! PUT or DELETE that carries an `Idempotency-Key` (the server applies such a request once and
+//! answers its retries with the stored answer). Nothing else is ever sent twice. How it is
+//! retried is [`RetryPolicy`]: a few attempts, after a lost connection, a timeout or a 502, 503
+//! or 504, with backoff and jitter, honouring `Retry-After`; never after another status.
 
 use std::time::{Duration, Instant};
 
@@ -9,8 +15,8 @@ use memsync_core::wire::{
     ValidationDetails, WhoAmI,
 };
 use memsync_core::{MemoryPath, ProjectId};
-use reqwest::header::{HeaderMap, HeaderValue};
-use reqwest::{StatusCode, Url};
+use reqwest::header::HeaderMap;
+use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -43,6 +49,14 @@ pub enum ApiError {
     },
     #[error("the server did not answer within {0:?}")]
     Timeout(Duration),
+    /// A write whose request may have reached the server, with no answer that says what
+    /// became of it: a timeout, a lost connection, or a 502/503/504.
+    #[error("{what}: {reason}. {advice}")]
+    Uncertain {
+        what: String,
+        reason: String,
+        advice: String,
+    },
     #[error("unexpected answer from the server: {0}")]
     Protocol(String),
 }
@@ -50,8 +64,10 @@ pub enum ApiError {
 impl ApiError {
     /// True when the failure says nothing about the data: offline, timeouts, 5xx.
     pub fn is_transient(&self) -> bool {
-        matches!(self, ApiError::Unreachable { .. } | ApiError::Timeout(_))
-            || matches!(self, ApiError::Server { status, .. } if *status >= 500 || *status == 429)
+        matches!(
+            self,
+            ApiError::Unreachable { .. } | ApiError::Timeout(_) | ApiError::Uncertain { .. }
+        ) || matches!(self, ApiError::Server { status, .. } if *status >= 500 || *status == 429)
     }
 }
 
@@ -63,6 +79,206 @@ pub enum Pulled {
     },
 }
 
+/// An `Idempotency-Key`: a fresh random one per user action (one push, one purge, one token
+/// issue), sent again, unchanged, with each retry of that action's request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> IdempotencyKey {
+        IdempotencyKey(uuid::Uuid::new_v4().to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The answer of an admin write that carries an `Idempotency-Key`.
+#[derive(Debug)]
+pub struct Applied<T> {
+    pub answer: T,
+    /// The server had applied this request already (an earlier attempt whose answer was lost)
+    /// and sent its stored answer again (`idempotent-replayed: true`); nothing was applied twice.
+    pub replayed: bool,
+}
+
+/// One request as `send` takes it: everything needed to send it again, and whether that is
+/// allowed.
+#[derive(Debug, Clone)]
+pub struct Request {
+    method: Method,
+    url: Url,
+    /// A JSON body, sent byte-identical on every attempt (the server compares retries by the
+    /// body's hash).
+    body: Option<Vec<u8>>,
+    if_none_match: Option<String>,
+    key: Option<IdempotencyKey>,
+    /// For a write: what it does and how to see whether it was applied, for when that is
+    /// unknown.
+    what: String,
+    check: String,
+}
+
+impl Request {
+    fn new(method: Method, url: Url) -> Request {
+        Request {
+            method,
+            url,
+            body: None,
+            if_none_match: None,
+            key: None,
+            what: String::new(),
+            check: String::new(),
+        }
+    }
+
+    fn get(url: Url) -> Request {
+        Request::new(Method::GET, url)
+    }
+
+    fn post(url: Url, body: &impl Serialize) -> Result<Request, ApiError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| ApiError::Protocol(e.to_string()))?;
+        let mut r = Request::new(Method::POST, url);
+        r.body = Some(bytes);
+        Ok(r)
+    }
+
+    fn delete(url: Url) -> Request {
+        Request::new(Method::DELETE, url)
+    }
+
+    /// Sends `key` as `Idempotency-Key`: the server applies the request once, so it may be
+    /// retried.
+    fn idempotent(mut self, key: &IdempotencyKey) -> Request {
+        self.key = Some(key.clone());
+        self
+    }
+
+    /// What a write does ("the purge of x.md") and where to see whether it was applied
+    /// ("`memsync admin history x.md`"), for the message when that is unknown.
+    fn write(mut self, what: impl Into<String>, check: impl Into<String>) -> Request {
+        self.what = what.into();
+        self.check = check.into();
+        self
+    }
+
+    fn if_none_match(mut self, etag: Option<&str>) -> Request {
+        self.if_none_match = etag.map(str::to_owned);
+        self
+    }
+
+    /// Whether this request may be sent more than once: see [`may_repeat`].
+    pub fn may_repeat(&self) -> bool {
+        may_repeat(&self.method, self.key.is_some())
+    }
+
+    fn is_write(&self) -> bool {
+        !matches!(self.method, Method::GET | Method::HEAD)
+    }
+}
+
+/// The one rule of what the client retries. GET and HEAD change nothing. A POST, PUT or DELETE
+/// is repeated only when it carries an `Idempotency-Key`, which the server uses to apply it once
+/// and answer every retry with the first answer. Any other write is sent once: after a timeout
+/// or a lost connection nobody knows whether it was applied, and a second copy could apply it
+/// twice.
+pub fn may_repeat(method: &Method, has_idempotency_key: bool) -> bool {
+    match *method {
+        Method::GET | Method::HEAD => true,
+        Method::POST | Method::PUT | Method::DELETE => has_idempotency_key,
+        _ => false,
+    }
+}
+
+/// How one attempt failed, as far as retrying goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// No connection was made: nothing was sent.
+    Connect,
+    /// No answer in time: the request may have reached the server.
+    Timeout,
+    /// The connection broke after it was made: the request may have reached the server.
+    Lost,
+    /// An answer with this status, and its `Retry-After` if any.
+    Status(u16, Option<Duration>),
+}
+
+/// When and how often a repeatable request is retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub attempts: u32,
+    /// The backoff before the first retry; it doubles for each next one.
+    pub base: Duration,
+    /// The longest backoff.
+    pub max_backoff: Duration,
+    /// The longest wait a `Retry-After` can ask for.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            attempts: 3,
+            base: Duration::from_millis(300),
+            max_backoff: Duration::from_secs(5),
+            max_retry_after: Duration::from_secs(10),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before the next attempt after attempt number `attempt` (from 1) failed with
+    /// `failure`, or None to stop there. `jitter` (in [0, 1)) spreads the backoff over its upper
+    /// half, so clients that failed together do not come back together.
+    pub fn next(
+        &self,
+        may_repeat: bool,
+        attempt: u32,
+        failure: Failure,
+        jitter: f64,
+    ) -> Option<Duration> {
+        if !may_repeat || attempt >= self.attempts {
+            return None;
+        }
+        let retry_after = match failure {
+            Failure::Connect | Failure::Timeout | Failure::Lost => None,
+            Failure::Status(502..=504, retry_after) => retry_after,
+            // Every other answer is the server's word: a 4xx will not change by asking again,
+            // and a 500 is a bug, not a hiccup.
+            Failure::Status(..) => return None,
+        };
+        if let Some(wait) = retry_after {
+            return Some(wait.min(self.max_retry_after));
+        }
+        let backoff = self
+            .base
+            .saturating_mul(1 << (attempt - 1).min(16))
+            .min(self.max_backoff);
+        Some(backoff.mul_f64(0.5 + jitter.clamp(0.0, 1.0) / 2.0))
+    }
+}
+
+/// A whole answer: the body is read inside the attempt, so a connection lost while it arrives
+/// is a failed attempt like any other.
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    /// `idempotent-replayed: true`: the stored answer of an earlier attempt.
+    fn replayed(&self) -> bool {
+        self.headers
+            .get("idempotent-replayed")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    }
+}
+
 #[derive(Clone)]
 pub struct ApiClient {
     http: reqwest::Client,
@@ -71,11 +287,12 @@ pub struct ApiClient {
     /// The same, parsed: every request URL is built from it.
     base_url: Url,
     token: String,
+    /// The time limit of one attempt.
+    timeout: Duration,
     /// No request (retries included) goes past this instant.
     deadline: Option<Instant>,
+    retry: RetryPolicy,
 }
-
-const ATTEMPTS: u32 = 4;
 
 /// The filters of `memsync admin audit` (`GET /v1/admin/audit`).
 #[derive(Debug, Default, Clone)]
@@ -140,13 +357,21 @@ impl ApiClient {
             base,
             base_url,
             token: token.to_owned(),
+            timeout,
             deadline: None,
+            retry: RetryPolicy::default(),
         })
     }
 
     /// Bounds every later call, retries included, by `deadline`.
     pub fn with_deadline(mut self, deadline: Instant) -> ApiClient {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// Retries with `policy` instead of the default one.
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> ApiClient {
+        self.retry = policy;
         self
     }
 
@@ -193,59 +418,145 @@ impl ApiClient {
         )
     }
 
-    async fn send(
-        &self,
-        build: impl Fn() -> reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, ApiError> {
-        let mut delay = Duration::from_millis(200);
-        for attempt in 1..=ATTEMPTS {
-            let mut req = build().bearer_auth(&self.token);
+    /// Sends `req`, and again after a failure that [`RetryPolicy::next`] allows for it (only
+    /// when [`Request::may_repeat`]); the answer of the last attempt, whatever its status, or
+    /// the error that says what is known of the request's fate.
+    async fn send(&self, req: &Request) -> Result<Answer, ApiError> {
+        let may_repeat = req.may_repeat();
+        // Whether an attempt of this write may have reached the server without an answer that
+        // says what became of it.
+        let mut maybe_applied = false;
+        let mut limit = self.timeout;
+        let mut attempt = 0;
+        loop {
             if let Some(d) = self.deadline {
                 let left = d.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    return Err(ApiError::Timeout(Duration::ZERO));
+                    return Err(self.gave_up(req, attempt, maybe_applied, Reason::Timeout(limit)));
                 }
-                req = req.timeout(left);
+                limit = left.min(self.timeout);
             }
-            let result = req.send().await;
-            let retry_after = match &result {
-                Ok(r)
-                    if r.status() == StatusCode::TOO_MANY_REQUESTS
-                        || r.status().is_server_error() =>
-                {
-                    Some(retry_after(r.headers()).unwrap_or(delay))
+            attempt += 1;
+            let result = self.attempt(req, limit).await;
+            let failure = match &result {
+                Ok(a) => Failure::Status(a.status.as_u16(), retry_after(&a.headers)),
+                Err(e) if e.is_builder() => {
+                    return Err(ApiError::Protocol(format!("cannot build the request: {e}")));
                 }
-                Err(e) if e.is_connect() => Some(delay),
-                _ => None,
+                Err(e) => classify(e),
             };
-            let Some(wait) = retry_after.filter(|_| attempt < ATTEMPTS) else {
-                return result.map_err(|e| self.transport_error(e));
-            };
-            let wait = wait.min(Duration::from_secs(10));
-            if let Some(d) = self.deadline
-                && Instant::now() + wait >= d
-            {
-                return result.map_err(|e| self.transport_error(e));
+            let unsettled = matches!(
+                failure,
+                Failure::Timeout | Failure::Lost | Failure::Status(502..=504, _)
+            );
+            maybe_applied |= unsettled && req.is_write();
+            let wait = self
+                .retry
+                .next(may_repeat, attempt, failure, rand::random::<f64>())
+                .filter(|w| self.deadline.is_none_or(|d| Instant::now() + *w < d));
+            if let Some(wait) = wait {
+                tokio::time::sleep(wait).await;
+                continue;
             }
-            tokio::time::sleep(wait).await;
-            delay *= 2;
+            return match result {
+                Ok(a) if unsettled && maybe_applied => {
+                    let why = format!("the server answered {}", status_line(&a));
+                    Err(self.uncertain(req, attempt, why))
+                }
+                Ok(a) => Ok(a),
+                Err(e) => {
+                    let why = self.reason(&e, limit);
+                    Err(self.gave_up(req, attempt, maybe_applied, why))
+                }
+            };
         }
-        Err(ApiError::Protocol("retries exhausted".into()))
     }
 
-    fn transport_error(&self, e: reqwest::Error) -> ApiError {
-        if e.is_timeout() {
-            return ApiError::Timeout(Duration::ZERO);
+    /// One attempt, the answer read whole within `limit`.
+    async fn attempt(&self, req: &Request, limit: Duration) -> Result<Answer, reqwest::Error> {
+        let mut b = self
+            .http
+            .request(req.method.clone(), req.url.clone())
+            .bearer_auth(&self.token)
+            .timeout(limit);
+        if let Some(body) = &req.body {
+            b = b
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
         }
+        if let Some(etag) = &req.if_none_match {
+            b = b.header(reqwest::header::IF_NONE_MATCH, etag);
+        }
+        if let Some(key) = &req.key {
+            b = b.header("idempotency-key", key.as_str());
+        }
+        let resp = b.send().await?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = resp.bytes().await?.to_vec();
+        Ok(Answer {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    fn reason(&self, e: &reqwest::Error, limit: Duration) -> Reason {
+        if e.is_timeout() && !e.is_connect() {
+            return Reason::Timeout(limit);
+        }
+        // The innermost cause says it best ("Connection refused", "connection closed before
+        // message completed").
         let mut reason = e.to_string();
-        let mut src = std::error::Error::source(&e);
+        let mut src = std::error::Error::source(e);
         while let Some(s) = src {
             reason = s.to_string();
             src = s.source();
         }
-        ApiError::Unreachable {
-            server: self.base.clone(),
+        Reason::Transport(reason)
+    }
+
+    /// The error after `attempts` attempts, the last one failing for `why`: for a write that may
+    /// have been applied, one that says so and how to find out.
+    fn gave_up(&self, req: &Request, attempts: u32, maybe_applied: bool, why: Reason) -> ApiError {
+        match (maybe_applied, why) {
+            (false, Reason::Timeout(d)) => ApiError::Timeout(d),
+            (false, Reason::Transport(reason)) => ApiError::Unreachable {
+                server: self.base.clone(),
+                reason,
+            },
+            (true, Reason::Timeout(d)) => self.uncertain(
+                req,
+                attempts,
+                format!("the server did not answer within {d:?}"),
+            ),
+            (true, Reason::Transport(r)) => self.uncertain(
+                req,
+                attempts,
+                format!("the connection to {} failed ({r})", self.base),
+            ),
+        }
+    }
+
+    /// A write that may or may not have been applied: what is known, and how to find out.
+    fn uncertain(&self, req: &Request, attempts: u32, reason: String) -> ApiError {
+        let tries = if attempts > 1 {
+            format!(
+                " (tried {attempts} times, always with the same Idempotency-Key, so it was applied at most once)"
+            )
+        } else if req.may_repeat() {
+            String::new()
+        } else {
+            " (memsync sends a write without an Idempotency-Key only once: a second copy could apply it twice)".into()
+        };
+        ApiError::Uncertain {
+            what: if req.what.is_empty() {
+                format!("{} {}", req.method, req.url.path())
+            } else {
+                req.what.clone()
+            },
             reason,
+            advice: format!("It may or may not have been applied{tries}. {}.", req.check),
         }
     }
 
@@ -254,37 +565,41 @@ impl ApiClient {
         url: Url,
         project: Option<&ProjectId>,
     ) -> Result<T, ApiError> {
-        let resp = self.send(|| self.http.get(url.clone())).await?;
-        json_or_error(resp, project).await
+        let answer = self.send(&Request::get(url)).await?;
+        json_or_error(answer, project)
     }
 
-    async fn post<B: Serialize, T: DeserializeOwned>(
+    async fn call<T: DeserializeOwned>(
         &self,
-        url: Url,
-        body: &B,
+        req: Request,
         project: Option<&ProjectId>,
     ) -> Result<T, ApiError> {
-        let bytes = serde_json::to_vec(body).map_err(|e| ApiError::Protocol(e.to_string()))?;
-        let resp = self
-            .send(|| {
-                self.http
-                    .post(url.clone())
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(bytes.clone())
-            })
-            .await?;
-        json_or_error(resp, project).await
+        let answer = self.send(&req).await?;
+        json_or_error(answer, project)
     }
 
-    /// DELETE; 204 is success.
-    async fn delete(&self, url: Url, project: Option<&ProjectId>) -> Result<(), ApiError> {
-        let resp = self.send(|| self.http.delete(url.clone())).await?;
-        if resp.status() == StatusCode::NO_CONTENT {
+    /// An idempotent admin write, and whether its answer is the stored one of an earlier
+    /// attempt.
+    async fn applied<T: DeserializeOwned>(
+        &self,
+        req: Request,
+        project: Option<&ProjectId>,
+    ) -> Result<Applied<T>, ApiError> {
+        let answer = self.send(&req).await?;
+        let replayed = answer.replayed();
+        Ok(Applied {
+            answer: json_or_error(answer, project)?,
+            replayed,
+        })
+    }
+
+    /// A write answered 204 on success.
+    async fn no_content(&self, req: Request, project: Option<&ProjectId>) -> Result<(), ApiError> {
+        let answer = self.send(&req).await?;
+        if answer.status == StatusCode::NO_CONTENT {
             return Ok(());
         }
-        json_or_error::<serde_json::Value>(resp, project)
-            .await
-            .map(|_| ())
+        json_or_error::<serde_json::Value>(answer, project).map(|_| ())
     }
 
     pub async fn pull(
@@ -294,45 +609,33 @@ impl ApiClient {
         etag: Option<&str>,
     ) -> Result<Pulled, ApiError> {
         let url = self.project_url(project, &["changes"], &[("since", since.to_string())]);
-        let resp = self
-            .send(|| {
-                let mut r = self.http.get(url.clone());
-                if let Some(t) = etag {
-                    r = r.header(reqwest::header::IF_NONE_MATCH, t);
-                }
-                r
-            })
-            .await?;
-        if resp.status() == StatusCode::NOT_MODIFIED {
+        let answer = self.send(&Request::get(url).if_none_match(etag)).await?;
+        if answer.status == StatusCode::NOT_MODIFIED {
             return Ok(Pulled::NotModified);
         }
-        let etag = resp
-            .headers()
+        let etag = answer
+            .headers
             .get(reqwest::header::ETAG)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let body: PullResponse = json_or_error(resp, Some(project)).await?;
+        let body: PullResponse = json_or_error(answer, Some(project))?;
         Ok(Pulled::Changes { body, etag })
     }
 
+    /// One push; `key` is the push's own, the same for each of its retries.
     pub async fn push(
         &self,
         project: &ProjectId,
         req: &PushRequest,
-        idempotency_key: &str,
+        key: &IdempotencyKey,
     ) -> Result<PushResponse, ApiError> {
-        let url = self.project_url(project, &["push"], &[]);
-        let body = serde_json::to_vec(req).map_err(|e| ApiError::Protocol(e.to_string()))?;
-        let resp = self
-            .send(|| {
-                self.http
-                    .post(url.clone())
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .header("idempotency-key", idempotency_key)
-                    .body(body.clone())
-            })
-            .await?;
-        json_or_error(resp, Some(project)).await
+        let req = Request::post(self.project_url(project, &["push"], &[]), req)?
+            .idempotent(key)
+            .write(
+                format!("the push to {project}"),
+                "Run `memsync sync`: its pull recognises what the server already has, and its push sends the rest",
+            );
+        self.call(req, Some(project)).await
     }
 
     pub async fn whoami(&self) -> Result<WhoAmI, ApiError> {
@@ -342,15 +645,16 @@ impl ApiClient {
     /// `GET /healthz` (no token needed): whether the server answers, and the time it says it is
     /// (its `Date` header), for a clock check.
     pub async fn health(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
-        let url = self.url(&["healthz"], &[]);
-        let resp = self.send(|| self.http.get(url.clone())).await?;
-        let date = resp
-            .headers()
+        let answer = self
+            .send(&Request::get(self.url(&["healthz"], &[])))
+            .await?;
+        let date = answer
+            .headers
             .get(reqwest::header::DATE)
             .and_then(|v| v.to_str().ok())
             .and_then(|s| chrono::DateTime::parse_from_rfc2822(s).ok())
             .map(|t| t.with_timezone(&chrono::Utc));
-        json_or_error::<serde_json::Value>(resp, None).await?;
+        json_or_error::<serde_json::Value>(answer, None)?;
         Ok(date)
     }
 
@@ -367,29 +671,31 @@ impl ApiClient {
         .await
     }
 
+    /// Not retried: the server takes no `Idempotency-Key` here.
     pub async fn allowlist_add(
         &self,
         project: &ProjectId,
         add: &AllowlistAdd,
     ) -> Result<Allowlist, ApiError> {
-        self.post(
-            self.project_url(project, &["allowlist"], &[]),
-            add,
-            Some(project),
-        )
-        .await
+        let req = Request::post(self.project_url(project, &["allowlist"], &[]), add)?.write(
+            format!("adding {} to the allowlist of {project}", add.fingerprint),
+            "Check with `memsync allowlist list` before adding it again",
+        );
+        self.call(req, Some(project)).await
     }
 
+    /// Not retried: the server takes no `Idempotency-Key` here.
     pub async fn allowlist_remove(
         &self,
         project: &ProjectId,
         fingerprint: &str,
     ) -> Result<(), ApiError> {
-        self.delete(
-            self.project_url(project, &["allowlist", fingerprint], &[]),
-            Some(project),
-        )
-        .await
+        let req = Request::delete(self.project_url(project, &["allowlist", fingerprint], &[]))
+            .write(
+                format!("removing {fingerprint} from the allowlist of {project}"),
+                "Check with `memsync allowlist list` before removing it again",
+            );
+        self.no_content(req, Some(project)).await
     }
 
     /// The audit log as JSON (`{"events","next_cursor"}`).
@@ -402,17 +708,14 @@ impl ApiClient {
     pub async fn audit_csv(&self, q: &AuditQuery) -> Result<String, ApiError> {
         let mut pairs = q.pairs();
         pairs.push(("format", "csv".into()));
-        let url = self.url(&["v1", "admin", "audit"], &pairs);
-        let resp = self.send(|| self.http.get(url.clone())).await?;
-        if resp.status().is_success() {
-            return resp
-                .text()
-                .await
-                .map_err(|e| ApiError::Protocol(e.to_string()));
+        let answer = self
+            .send(&Request::get(self.url(&["v1", "admin", "audit"], &pairs)))
+            .await?;
+        if answer.status.is_success() {
+            return String::from_utf8(answer.body)
+                .map_err(|e| ApiError::Protocol(format!("the CSV is not UTF-8: {e}")));
         }
-        json_or_error::<serde_json::Value>(resp, None)
-            .await
-            .map(|_| String::new())
+        json_or_error::<serde_json::Value>(answer, None).map(|_| String::new())
     }
 
     pub async fn history(
@@ -465,39 +768,48 @@ impl ApiClient {
         &self,
         project: &ProjectId,
         req: &AdminPathAction,
-    ) -> Result<serde_json::Value, ApiError> {
-        self.post(
-            self.admin_project_url(project, "delete", &[]),
-            req,
-            Some(project),
-        )
-        .await
+        key: &IdempotencyKey,
+    ) -> Result<Applied<serde_json::Value>, ApiError> {
+        let path = req.path.as_str();
+        let req = Request::post(self.admin_project_url(project, "delete", &[]), req)?
+            .idempotent(key)
+            .write(
+                format!("deleting {path} in {project}"),
+                format!("Check with `memsync admin history {path}` before deleting it again"),
+            );
+        self.applied(req, Some(project)).await
     }
 
     pub async fn admin_restore(
         &self,
         project: &ProjectId,
         req: &AdminRestore,
-    ) -> Result<serde_json::Value, ApiError> {
-        self.post(
-            self.admin_project_url(project, "restore", &[]),
-            req,
-            Some(project),
-        )
-        .await
+        key: &IdempotencyKey,
+    ) -> Result<Applied<serde_json::Value>, ApiError> {
+        let path = req.path.as_str();
+        let req = Request::post(self.admin_project_url(project, "restore", &[]), req)?
+            .idempotent(key)
+            .write(
+                format!("restoring {path} in {project}"),
+                format!("Check with `memsync admin history {path}` before restoring it again"),
+            );
+        self.applied(req, Some(project)).await
     }
 
     pub async fn admin_purge(
         &self,
         project: &ProjectId,
         req: &AdminPathAction,
-    ) -> Result<serde_json::Value, ApiError> {
-        self.post(
-            self.admin_project_url(project, "purge", &[]),
-            req,
-            Some(project),
-        )
-        .await
+        key: &IdempotencyKey,
+    ) -> Result<Applied<serde_json::Value>, ApiError> {
+        let path = req.path.as_str();
+        let req = Request::post(self.admin_project_url(project, "purge", &[]), req)?
+            .idempotent(key)
+            .write(
+                format!("the purge of {path} in {project}"),
+                format!("Check with `memsync admin audit --action purge --path {path}` before purging it again"),
+            );
+        self.applied(req, Some(project)).await
     }
 
     pub async fn projects(&self) -> Result<serde_json::Value, ApiError> {
@@ -505,17 +817,22 @@ impl ApiClient {
             .await
     }
 
+    /// Not retried: the server takes no `Idempotency-Key` here.
     pub async fn archive(
         &self,
         project: &ProjectId,
         archived: bool,
     ) -> Result<serde_json::Value, ApiError> {
-        self.post(
+        let what = if archived { "archiving" } else { "unarchiving" };
+        let req = Request::post(
             self.admin_project_url(project, "archive", &[]),
             &ArchiveRequest { archived },
-            Some(project),
-        )
-        .await
+        )?
+        .write(
+            format!("{what} {project}"),
+            "Check with `memsync admin projects` before running the command again",
+        );
+        self.call(req, Some(project)).await
     }
 
     pub async fn tokens(&self) -> Result<serde_json::Value, ApiError> {
@@ -523,38 +840,80 @@ impl ApiClient {
             .await
     }
 
-    pub async fn token_issue(&self, req: &TokenIssue) -> Result<TokenIssued, ApiError> {
-        self.post(self.url(&["v1", "admin", "tokens"], &[]), req, None)
-            .await
+    pub async fn token_issue(
+        &self,
+        req: &TokenIssue,
+        key: &IdempotencyKey,
+    ) -> Result<Applied<TokenIssued>, ApiError> {
+        let user = req.user.as_str();
+        let req = Request::post(self.url(&["v1", "admin", "tokens"], &[]), req)?
+            .idempotent(key)
+            .write(
+                format!("issuing a token for {user}"),
+                format!("Check with `memsync admin tokens list` before issuing another: a new run is a new request, and would issue a second token for {user} (revoke one you will not use with `memsync admin tokens revoke JTI`)"),
+            );
+        self.applied(req, None).await
     }
 
+    /// Not retried: the server takes no `Idempotency-Key` here.
     pub async fn token_revoke(&self, jti: &str) -> Result<(), ApiError> {
-        self.delete(self.url(&["v1", "admin", "tokens", jti], &[]), None)
-            .await
+        let req = Request::delete(self.url(&["v1", "admin", "tokens", jti], &[])).write(
+            format!("revoking token {jti}"),
+            "Check with `memsync admin tokens list` before running the command again",
+        );
+        self.no_content(req, None).await
     }
 }
 
-fn retry_after(h: &HeaderMap) -> Option<Duration> {
-    h.get(reqwest::header::RETRY_AFTER)
-        .and_then(|v: &HeaderValue| v.to_str().ok())
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .map(Duration::from_secs)
+/// How a transport error bears on retrying.
+fn classify(e: &reqwest::Error) -> Failure {
+    if e.is_connect() {
+        Failure::Connect
+    } else if e.is_timeout() {
+        Failure::Timeout
+    } else {
+        Failure::Lost
+    }
 }
 
-async fn json_or_error<T: serde::de::DeserializeOwned>(
-    resp: reqwest::Response,
+/// Why the last attempt got no answer.
+enum Reason {
+    Timeout(Duration),
+    Transport(String),
+}
+
+/// `Retry-After` in seconds or as an HTTP date.
+fn retry_after(h: &HeaderMap) -> Option<Duration> {
+    let v = h.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(v).ok()?;
+    Some(
+        (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+            .to_std()
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// "503 (the database is unavailable)": the status and the server's message, if it sent one.
+fn status_line(a: &Answer) -> String {
+    match serde_json::from_slice::<ErrorBody>(&a.body) {
+        Ok(b) => format!("{} ({})", a.status.as_u16(), b.error.message),
+        Err(_) => a.status.to_string(),
+    }
+}
+
+fn json_or_error<T: serde::de::DeserializeOwned>(
+    answer: Answer,
     project: Option<&ProjectId>,
 ) -> Result<T, ApiError> {
-    let status = resp.status();
-    let bytes = resp
-        .bytes()
-        .await
-        .map_err(|e| ApiError::Protocol(format!("reading the answer: {e}")))?;
+    let Answer { status, body, .. } = answer;
     if status.is_success() {
-        return serde_json::from_slice(&bytes)
+        return serde_json::from_slice(&body)
             .map_err(|e| ApiError::Protocol(format!("the answer is not what this client expects ({e}); is the server a different version?")));
     }
-    let err: Option<ErrorBody> = serde_json::from_slice(&bytes).ok();
+    let err: Option<ErrorBody> = serde_json::from_slice(&body).ok();
     let (code, message, details) = match err {
         Some(b) => (b.error.code, b.error.message, b.error.details),
         None => (
@@ -632,5 +991,424 @@ mod tests {
                 .as_str(),
             "https://m.example/base/v1/admin/tokens/a%2F..%2Fb%3Fc"
         );
+    }
+
+    #[test]
+    fn only_reads_and_keyed_writes_may_repeat() {
+        for m in [Method::GET, Method::HEAD] {
+            assert!(may_repeat(&m, false), "{m}");
+            assert!(may_repeat(&m, true), "{m}");
+        }
+        for m in [Method::POST, Method::PUT, Method::DELETE] {
+            assert!(!may_repeat(&m, false), "{m} without a key");
+            assert!(may_repeat(&m, true), "{m} with a key");
+        }
+        assert!(!may_repeat(&Method::PATCH, true));
+        // Every request the client makes goes through a `Request`, which applies the rule.
+        let api = ApiClient::new("http://127.0.0.1:1", "t", Duration::from_secs(1)).unwrap();
+        let url = api.url(&["v1", "x"], &[]);
+        assert!(Request::get(url.clone()).may_repeat());
+        let post = Request::post(url.clone(), &serde_json::json!({})).unwrap();
+        assert!(!post.may_repeat());
+        assert!(post.idempotent(&IdempotencyKey::new()).may_repeat());
+        assert!(!Request::delete(url.clone()).may_repeat());
+        assert!(
+            Request::delete(url)
+                .idempotent(&IdempotencyKey::new())
+                .may_repeat()
+        );
+    }
+
+    #[test]
+    fn keys_are_fresh_and_valid_header_values() {
+        let (a, b) = (IdempotencyKey::new(), IdempotencyKey::new());
+        assert_ne!(a, b);
+        for k in [&a, &b] {
+            let s = k.as_str();
+            assert!((1..=200).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_graphic()));
+        }
+    }
+
+    #[test]
+    fn the_policy_retries_lost_requests_and_gateway_errors_a_bounded_number_of_times() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.attempts, 3);
+        let transient = [
+            Failure::Connect,
+            Failure::Timeout,
+            Failure::Lost,
+            Failure::Status(502, None),
+            Failure::Status(503, None),
+            Failure::Status(504, None),
+        ];
+        for f in transient {
+            assert!(p.next(true, 1, f, 0.5).is_some(), "{f:?}");
+            assert!(p.next(true, 2, f, 0.5).is_some(), "{f:?}");
+            assert_eq!(
+                p.next(true, 3, f, 0.5),
+                None,
+                "{f:?}: the third attempt is the last"
+            );
+            // A request that may not be repeated is never retried, whatever happened.
+            assert_eq!(p.next(false, 1, f, 0.5), None, "{f:?}");
+        }
+        for status in [
+            200, 201, 204, 304, 400, 401, 403, 404, 409, 410, 413, 422, 429, 500,
+        ] {
+            assert_eq!(
+                p.next(true, 1, Failure::Status(status, Some(Duration::ZERO)), 0.5),
+                None,
+                "{status} is the server's word"
+            );
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_retry_after_is_honoured_up_to_a_cap() {
+        let p = RetryPolicy {
+            attempts: 10,
+            base: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(350),
+            max_retry_after: Duration::from_secs(10),
+        };
+        // Jitter spreads each backoff over its upper half.
+        assert_eq!(
+            p.next(true, 1, Failure::Lost, 0.0),
+            Some(Duration::from_millis(50))
+        );
+        assert_eq!(
+            p.next(true, 1, Failure::Lost, 0.5),
+            Some(Duration::from_millis(75))
+        );
+        let top = p.next(true, 1, Failure::Lost, 0.999).unwrap();
+        assert!(top < Duration::from_millis(100) && top > Duration::from_millis(99));
+        assert_eq!(
+            p.next(true, 2, Failure::Timeout, 0.0),
+            Some(Duration::from_millis(100))
+        );
+        // Capped: 400ms would be the fourth backoff.
+        assert_eq!(
+            p.next(true, 3, Failure::Timeout, 1.0),
+            Some(Duration::from_millis(350))
+        );
+        assert_eq!(
+            p.next(true, 9, Failure::Connect, 1.0),
+            Some(Duration::from_millis(350))
+        );
+        // Retry-After replaces the backoff, jitter or not, up to the cap.
+        let ra = |s| Failure::Status(503, Some(Duration::from_secs(s)));
+        assert_eq!(p.next(true, 1, ra(3), 0.9), Some(Duration::from_secs(3)));
+        assert_eq!(
+            p.next(true, 1, ra(3600), 0.1),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(p.next(true, 1, ra(0), 0.1), Some(Duration::ZERO));
+        assert_eq!(p.next(false, 1, ra(1), 0.1), None);
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let h = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(reqwest::header::RETRY_AFTER, v.parse().unwrap());
+            retry_after(&h)
+        };
+        assert_eq!(h("7"), Some(Duration::from_secs(7)));
+        assert_eq!(h(" 2 "), Some(Duration::from_secs(2)));
+        assert_eq!(h("soon"), None);
+        assert_eq!(h("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
+        let later = (chrono::Utc::now() + chrono::Duration::seconds(90))
+            .format("%a, %d %b %Y %H:%M:%S GMT")
+            .to_string();
+        let d = h(&later).unwrap();
+        assert!(
+            d > Duration::from_secs(80) && d <= Duration::from_secs(90),
+            "{d:?}"
+        );
+        assert_eq!(retry_after(&HeaderMap::new()), None);
+    }
+
+    /// What the fake server does with one request.
+    #[derive(Debug, Clone, Copy)]
+    enum Act {
+        /// Answers with this status (and `Retry-After: 0` for a 5xx), a JSON body.
+        Answer(u16),
+        /// Answers 200 with `idempotent-replayed: true`.
+        Replay,
+        /// Reads the request, then keeps the connection open without a word until the client
+        /// hangs up (it times out).
+        Hang,
+        /// Reads the request and closes the connection without an answer.
+        Drop,
+    }
+
+    #[derive(Debug, Clone)]
+    struct Seen {
+        method: String,
+        key: Option<String>,
+        body: Vec<u8>,
+    }
+
+    type Log = std::sync::Arc<std::sync::Mutex<Vec<Seen>>>;
+
+    /// A server on loopback that does `script[n]` with the n-th request (the last entry again
+    /// once the script runs out), one request per connection, and logs what it got.
+    async fn fake(script: Vec<Act>) -> (String, Log) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let log: Log = Default::default();
+        let seen = log.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut buf = Vec::new();
+                let head_end = loop {
+                    let mut chunk = [0u8; 4096];
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break None,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break Some(i + 4);
+                    }
+                };
+                let Some(head_end) = head_end else { continue };
+                let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+                let header = |name: &str| {
+                    head.lines()
+                        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                        .map(|v| v.trim().to_owned())
+                };
+                let length: usize = header("content-length").map_or(0, |v| v.parse().unwrap());
+                while buf.len() < head_end + length {
+                    let mut chunk = [0u8; 4096];
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let act = {
+                    let mut seen = seen.lock().unwrap();
+                    seen.push(Seen {
+                        method: head.split(' ').next().unwrap_or_default().to_uppercase(),
+                        key: header("idempotency-key"),
+                        body: buf[head_end..].to_vec(),
+                    });
+                    script[(seen.len() - 1).min(script.len() - 1)]
+                };
+                let (status, extra) = match act {
+                    Act::Answer(s) if s >= 500 => (s, "retry-after: 0\r\n"),
+                    Act::Answer(s) => (s, ""),
+                    Act::Replay => (200, "idempotent-replayed: true\r\n"),
+                    Act::Hang => {
+                        // Until the client gives up and closes its end.
+                        let mut rest = [0u8; 64];
+                        while matches!(sock.read(&mut rest).await, Ok(n) if n > 0) {}
+                        continue;
+                    }
+                    Act::Drop => continue,
+                };
+                let body = if status < 400 {
+                    r#"{"entries":[],"done":true}"#.to_owned()
+                } else {
+                    format!(
+                        r#"{{"error":{{"code":"c{status}","message":"m{status}","details":{{}}}}}}"#
+                    )
+                };
+                let resp = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            }
+        });
+        (url, log)
+    }
+
+    fn client(url: &str) -> ApiClient {
+        ApiClient::new(url, "t", Duration::from_millis(300))
+            .unwrap()
+            .with_retry_policy(RetryPolicy {
+                attempts: 3,
+                base: Duration::from_millis(1),
+                max_backoff: Duration::from_millis(5),
+                max_retry_after: Duration::from_millis(5),
+            })
+    }
+
+    fn project() -> ProjectId {
+        "acme/api".parse().unwrap()
+    }
+
+    fn purge_of(path: &str) -> AdminPathAction {
+        AdminPathAction {
+            path: memsync_core::text::Text::new(path).unwrap(),
+            reason: memsync_core::text::Text::new("leak").unwrap(),
+        }
+    }
+
+    fn allowlist_entry() -> AllowlistAdd {
+        let t = |s: &str| memsync_core::text::Text::new(s).unwrap();
+        AllowlistAdd {
+            fingerprint: t("f00d"),
+            rule: t("generic_secret"),
+            reason: t("a test value"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_keyed_write_is_retried_with_its_one_key_and_the_same_bytes() {
+        let (url, log) = fake(vec![
+            Act::Answer(503),
+            Act::Drop,
+            Act::Hang,
+            Act::Answer(200),
+        ])
+        .await;
+        let api = client(&url).with_retry_policy(RetryPolicy {
+            attempts: 4,
+            ..client(&url).retry
+        });
+        let key = IdempotencyKey::new();
+        let done = api
+            .admin_purge(&project(), &purge_of("x.md"), &key)
+            .await
+            .unwrap();
+        assert_eq!(done.answer["done"], true);
+        assert!(!done.replayed);
+        let seen = log.lock().unwrap().clone();
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        for s in &seen {
+            assert_eq!(s.method, "POST");
+            assert_eq!(s.key.as_deref(), Some(key.as_str()));
+            assert_eq!(s.body, seen[0].body, "a retry sends the same bytes");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_replayed_answer_is_reported_as_one() {
+        let (url, log) = fake(vec![Act::Drop, Act::Replay]).await;
+        let done = client(&url)
+            .admin_purge(&project(), &purge_of("x.md"), &IdempotencyKey::new())
+            .await
+            .unwrap();
+        assert!(done.replayed);
+        assert_eq!(done.answer["done"], true);
+        assert_eq!(log.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_write_without_a_key_is_sent_once_and_its_fate_said_to_be_unknown() {
+        for act in [
+            Act::Hang,
+            Act::Drop,
+            Act::Answer(502),
+            Act::Answer(503),
+            Act::Answer(504),
+        ] {
+            let (url, log) = fake(vec![act, Act::Answer(200)]).await;
+            let err = client(&url)
+                .allowlist_add(&project(), &allowlist_entry())
+                .await
+                .unwrap_err();
+            assert_eq!(log.lock().unwrap().len(), 1, "{act:?} was retried");
+            assert!(log.lock().unwrap()[0].key.is_none());
+            let msg = err.to_string();
+            assert!(matches!(err, ApiError::Uncertain { .. }), "{act:?}: {msg}");
+            assert!(msg.contains("may or may not have been applied"), "{msg}");
+            assert!(msg.contains("`memsync allowlist list`"), "{msg}");
+            assert!(msg.contains("only once"), "{msg}");
+        }
+        // The DELETEs without a key: the same.
+        let (url, log) = fake(vec![Act::Drop, Act::Answer(204)]).await;
+        let err = client(&url).token_revoke("abc").await.unwrap_err();
+        assert!(matches!(err, ApiError::Uncertain { .. }), "{err}");
+        assert_eq!(log.lock().unwrap().len(), 1);
+        let (url, log) = fake(vec![Act::Hang, Act::Answer(204)]).await;
+        let err = client(&url)
+            .allowlist_remove(&project(), "f00d")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("may or may not"), "{err}");
+        assert_eq!(log.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn attempts_are_bounded_and_an_exhausted_keyed_write_says_so() {
+        let (url, log) = fake(vec![Act::Drop]).await;
+        let err = client(&url)
+            .admin_delete(&project(), &purge_of("x.md"), &IdempotencyKey::new())
+            .await
+            .unwrap_err();
+        assert_eq!(log.lock().unwrap().len(), 3);
+        let msg = err.to_string();
+        assert!(matches!(err, ApiError::Uncertain { .. }), "{msg}");
+        assert!(
+            msg.contains("tried 3 times, always with the same Idempotency-Key"),
+            "{msg}"
+        );
+        assert!(msg.contains("`memsync admin history x.md`"), "{msg}");
+        // A read that keeps failing: the last answer, after three attempts.
+        let (url, log) = fake(vec![Act::Answer(503)]).await;
+        let err = client(&url).projects().await.unwrap_err();
+        assert!(matches!(err, ApiError::Server { status: 503, .. }), "{err}");
+        assert_eq!(log.lock().unwrap().len(), 3);
+        let (url, log) = fake(vec![Act::Hang]).await;
+        let err = client(&url).projects().await.unwrap_err();
+        assert!(matches!(err, ApiError::Timeout(_)), "{err}");
+        assert_eq!(log.lock().unwrap().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn reads_are_retried_and_no_answer_below_500_ever_is() {
+        for act in [Act::Hang, Act::Drop, Act::Answer(502)] {
+            let (url, log) = fake(vec![act, Act::Answer(200)]).await;
+            let v = client(&url).projects().await.unwrap();
+            assert_eq!(v["done"], true);
+            assert_eq!(log.lock().unwrap().len(), 2, "{act:?}");
+            assert_eq!(log.lock().unwrap()[1].method, "GET");
+        }
+        for status in [400, 404, 409, 422, 429, 500] {
+            let (url, log) = fake(vec![Act::Answer(status), Act::Answer(200)]).await;
+            assert!(client(&url).projects().await.is_err());
+            assert_eq!(
+                log.lock().unwrap().len(),
+                1,
+                "a GET answered {status} was retried"
+            );
+            let (url, log) = fake(vec![Act::Answer(status), Act::Answer(200)]).await;
+            let keyed = client(&url)
+                .admin_purge(&project(), &purge_of("x.md"), &IdempotencyKey::new())
+                .await;
+            assert!(keyed.is_err());
+            assert_eq!(
+                log.lock().unwrap().len(),
+                1,
+                "a purge answered {status} was retried"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn no_connection_means_nothing_was_sent() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let api = client(&format!("http://127.0.0.1:{port}"));
+        let err = api
+            .allowlist_add(&project(), &allowlist_entry())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ApiError::Unreachable { .. }), "{err}");
+        let err = api
+            .admin_purge(&project(), &purge_of("x.md"), &IdempotencyKey::new())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ApiError::Unreachable { .. }), "{err}");
     }
 }

@@ -53,7 +53,8 @@ pub(crate) struct Global {
     /// Team memory dir (env MEMSYNC_TEAM_DIR; default: <private dir>/team).
     #[arg(long, global = true)]
     pub(crate) team_dir: Option<PathBuf>,
-    /// Time limit of each request to the server.
+    /// Time limit of each attempt of a request to the server (reads and writes with an
+    /// Idempotency-Key are tried up to 3 times; other writes once).
     #[arg(long, global = true, default_value = "20s", value_parser = cmd::parse_duration)]
     pub(crate) timeout: Duration,
 }

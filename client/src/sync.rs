@@ -12,7 +12,7 @@ use memsync_core::wire::{FileState, PushChange, PushOp, PushRequest, PushRespons
 use memsync_core::{MemoryPath, ProjectId, Sha256};
 use serde::Serialize;
 
-use crate::api::{ApiClient, ApiError, Pulled};
+use crate::api::{ApiClient, ApiError, IdempotencyKey, Pulled};
 use crate::fsops::{FsError, TeamDir, Written};
 use crate::state::{ConflictRecord, RefusedRecord, State, StateError, StateStore, Tracked};
 
@@ -581,7 +581,9 @@ impl Engine<'_> {
                 allow_mass_delete,
                 allow_purged: false,
             };
-            let key = uuid::Uuid::new_v4().to_string();
+            // A new key per batch (a batch without the conflicted or refused files is another
+            // request); `push` sends this one again with each of its retries.
+            let key = IdempotencyKey::new();
             match self.api.push(self.project, &req, &key).await {
                 Ok(resp) => {
                     self.apply_push_response(state, &mut report, &resp, &sent)?;

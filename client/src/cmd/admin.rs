@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use memsync::api::{ApiClient, ApiError, AuditQuery};
+use memsync::api::{ApiClient, ApiError, Applied, AuditQuery, IdempotencyKey};
 use memsync::config::Settings;
 use memsync::paths;
 use memsync_core::text::Text;
@@ -158,8 +158,11 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
                 path: text(memory_path(&path, cwd, &settings)?.as_str())?,
                 reason,
             };
-            rt.block_on(api.admin_delete(&project()?, &req))
-                .map_err(refused)?
+            let key = IdempotencyKey::new();
+            let done = rt
+                .block_on(api.admin_delete(&project()?, &req, &key))
+                .map_err(refused)?;
+            answer(g, "the delete", done)
         }
         AdminCmd::Restore {
             path,
@@ -171,8 +174,11 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
                 revision,
                 reason,
             };
-            rt.block_on(api.admin_restore(&project()?, &req))
-                .map_err(refused)?
+            let key = IdempotencyKey::new();
+            let done = rt
+                .block_on(api.admin_restore(&project()?, &req, &key))
+                .map_err(refused)?;
+            answer(g, "the restore", done)
         }
         AdminCmd::Purge { path, reason, yes } => {
             if !yes {
@@ -184,8 +190,11 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
                 path: text(memory_path(&path, cwd, &settings)?.as_str())?,
                 reason,
             };
-            rt.block_on(api.admin_purge(&project()?, &req))
-                .map_err(refused)?
+            let key = IdempotencyKey::new();
+            let done = rt
+                .block_on(api.admin_purge(&project()?, &req, &key))
+                .map_err(refused)?;
+            answer(g, "the purge", done)
         }
         AdminCmd::Tokens(t) => match tokens(g, &api, &rt, t, &refused)? {
             Some(v) => v,
@@ -209,6 +218,18 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     }
     Ok(OK)
+}
+
+/// The answer of an admin write, said on stderr to be the server's record of an earlier attempt
+/// when it is one (`replayed`): the action is done, once.
+fn answer<T>(g: &Global, what: &str, done: Applied<T>) -> T {
+    if done.replayed && !g.quiet {
+        eprintln!(
+            "memsync: {what} was applied by an earlier attempt of this command whose answer was lost; \
+             this is the server's record of it (it was applied once)"
+        );
+    }
+    done.answer
 }
 
 /// The tokens subcommands; None when the output is already printed.
@@ -238,15 +259,21 @@ fn tokens(
                 (None, Some(t)) => Some(ttl_days(t)?),
                 (None, None) => None,
             };
-            let issued = rt
-                .block_on(api.token_issue(&TokenIssue {
-                    user,
-                    email,
-                    teams,
-                    admin,
-                    ttl_days,
-                }))
-                .map_err(refused)?;
+            let req = TokenIssue {
+                user,
+                email,
+                teams,
+                admin,
+                ttl_days,
+            };
+            // One key for this issue, sent with each retry: a retry after a lost answer gets
+            // the same token back instead of a second one.
+            let key = IdempotencyKey::new();
+            let issued = answer(
+                g,
+                "the token issue",
+                rt.block_on(api.token_issue(&req, &key)).map_err(refused)?,
+            );
             if !g.json {
                 // The token alone on stdout, so TOKEN=$(memsync admin tokens issue …) works.
                 println!("{}", issued.token);
