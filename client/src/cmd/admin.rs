@@ -25,14 +25,9 @@ fn text(arg: &str) -> Result<Text, Fail> {
     Text::new(arg).map_err(|e| Fail::env(format!("`{arg}`: {e}")))
 }
 
-/// `TEAM` or `TEAM:admin` (also `TEAM:member`).
+/// `TEAM` or `TEAM:admin` (also `TEAM:member`), as every command line takes it.
 fn team_role(spec: &str) -> Result<(String, TeamRole), Fail> {
-    match spec.split_once(':') {
-        None => Ok((spec.to_owned(), TeamRole::Member)),
-        Some((t, "admin")) => Ok((t.to_owned(), TeamRole::Admin)),
-        Some((t, "member" | "")) => Ok((t.to_owned(), TeamRole::Member)),
-        Some(_) => Err(Fail::env(format!("--team {spec}: use TEAM or TEAM:admin"))),
-    }
+    memsync_core::wire::parse_team_grant(spec).map_err(Fail::env)
 }
 
 /// Whole days for the API's `ttl_days`, rounded up.
