@@ -693,7 +693,7 @@ async fn layout_rules(
                         c.path.to_string(),
                         "purged_content",
                         format!(
-                            "this content was purged from {from} by an admin and cannot be pushed again;                              delete it locally (`memsync pull` after removing the file), or ask a team admin to                              push it with `allow_purged` if the purge was a mistake"
+                            "this content was purged from {from} by an admin and cannot be pushed again; delete it locally (`memsync pull` after removing the file), or ask a team admin to push it with `allow_purged` if the purge was a mistake"
                         ),
                         None,
                     ));
