@@ -333,7 +333,8 @@ async fn tokens_and_projects_through_the_api() {
 }
 
 #[tokio::test]
-async fn an_index_is_never_deleted_or_purged_by_itself_and_a_restore_brings_back_only_its_own_lines() {
+async fn an_index_is_never_deleted_or_purged_by_itself_and_a_restore_brings_back_only_its_own_lines()
+ {
     let (server, db) = Server::start().await;
     let admin = User::new(&server, "ann", &["acme:admin"], ORIGIN);
     let ann = server.client(&server.token("ann", &["acme:admin"]));
