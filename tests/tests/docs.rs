@@ -669,3 +669,175 @@ async fn operations_lists_every_metric_the_server_serves() {
         assert!(text.contains(&format!(r#"status="{status}""#)), "{text}");
     }
 }
+
+/// What a command printed on stderr, with the user's home as `~` and the server's URL as the
+/// quick start's.
+fn shown(stderr: &str, home: &Path, server: &str) -> String {
+    stderr
+        .replace(&home.display().to_string(), "~")
+        .replace(server, "http://127.0.0.1:7878")
+        .trim_end()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_md_shows_the_refusals_and_ttl_messages_admins_get() {
+    const ORIGIN: &str = "git@github.com:acme/api.git";
+    let doc = read("docs/admin.md");
+    let (server, _db) = Server::start().await;
+    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
+    let ann = User::new(&server, "ann", &["acme:admin"], ORIGIN);
+    let olga = User::new(&server, "olga", &["other"], ORIGIN);
+    alice.write("plan.md", &memory("plan", "the plan", "project", "v1\n"));
+    assert_eq!(alice.run(&["push"]).code, 0);
+    let mut missing = Vec::new();
+    let mut expect = |what: &str, text: &str| {
+        if !doc.contains(text) {
+            missing.push(format!("{what}:\n{text}"));
+        }
+    };
+
+    // The example, whole.
+    let r = alice.run(&["admin", "rm", "plan.md", "--reason", "outdated"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    expect(
+        "the example of `memsync admin rm` as a member",
+        &shown(&r.stderr, alice.home.path(), &server.url),
+    );
+
+    // The table: what each command needs, and the server's reason.
+    let fingerprint = "0".repeat(64);
+    let needs = Regex::new(r"^`memsync [^`]+` needs (.+?)\. memsync sent").unwrap();
+    for (user, args) in [
+        (&alice, vec!["admin", "rm", "plan.md", "--reason", "x"]),
+        (&alice, vec!["admin", "history", "plan.md"]),
+        (&alice, vec!["admin", "projects", "--archive", "acme/api"]),
+        (&olga, vec!["admin", "history", "plan.md"]),
+        (&alice, vec!["admin", "audit"]),
+        (&alice, vec!["admin", "projects"]),
+        (&ann, vec!["admin", "tokens", "list"]),
+        (
+            &alice,
+            vec![
+                "allowlist",
+                "add",
+                &fingerprint,
+                "--rule",
+                "r",
+                "--reason",
+                "x",
+            ],
+        ),
+    ] {
+        let r = user.run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        let mut lines = r.stderr.lines();
+        let reason = lines.next().unwrap();
+        let reason = reason
+            .strip_prefix("memsync: the server refused: ")
+            .or_else(|| reason.strip_prefix("memsync: "))
+            .unwrap();
+        expect(&format!("the server's reason for {args:?}"), reason);
+        let need = needs
+            .captures(lines.next().unwrap_or_default())
+            .unwrap_or_else(|| panic!("{args:?}: {}", r.stderr));
+        expect(&format!("the token {args:?} needs"), &need[1]);
+    }
+
+    // memsync-server token --server, without a token, with a member's, with a bad one.
+    let member = server.token("m", &["acme"]);
+    for token in [None, Some(member.as_str()), Some("not-a-token")] {
+        let mut cmd = Command::new(bin_path("memsync-server"));
+        cmd.args(["token", "--server", &server.url, "list"])
+            .env_remove("MEMSYNC_ADMIN_TOKEN");
+        if let Some(t) = token {
+            cmd.env("MEMSYNC_ADMIN_TOKEN", t);
+        }
+        let out = cmd.output().expect("memsync-server token --server");
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let message = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("memsync-server: "))
+            .unwrap_or_else(|| panic!("{stderr}"));
+        expect("a refusal of `memsync-server token --server`", message);
+    }
+
+    // The --ttl refusals of the three ways to issue a token.
+    let out = server.cli(&[
+        "token", "issue", "--user", "q", "--team", "acme", "--ttl", "0s",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let message = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("memsync-server: "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    expect("`token issue --ttl 0s`", &format!("`{message}`"));
+    let root = server.token_with("root", &["--admin"]);
+    let out = Command::new(bin_path("memsync-server"))
+        .args([
+            "token",
+            "--server",
+            &server.url,
+            "issue",
+            "--user",
+            "q",
+            "--team",
+            "acme",
+            "--ttl",
+            "12h",
+        ])
+        .env("MEMSYNC_ADMIN_TOKEN", &root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let message = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("memsync-server: "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    expect(
+        "`token --server … issue --ttl 12h`",
+        &format!("`{message}`"),
+    );
+    let admin = User::with_token(&server, "root", &root, ORIGIN);
+    let r = admin.run(&[
+        "admin", "tokens", "issue", "--user", "q", "--team", "acme", "--ttl", "0s",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let message = r.stderr.trim().strip_prefix("memsync: ").unwrap();
+    expect(
+        "`memsync admin tokens issue --ttl 0s`",
+        &format!("`{message}`"),
+    );
+    // And what the table says the accepted ones give: a 12-hour token from the server's host,
+    // a one-day token from the client's rounding.
+    let lifetime = |token: &str| {
+        let claims = jwt_claims(token);
+        claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap()
+    };
+    let t = server.token_with("h", &["--team", "acme", "--ttl", "12h"]);
+    assert_eq!(lifetime(&t), 12 * 3600);
+    let r = admin.run(&[
+        "admin", "tokens", "issue", "--user", "d", "--team", "acme", "--ttl", "12h",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(lifetime(r.stdout.trim()), 86_400);
+
+    assert!(
+        missing.is_empty(),
+        "docs/admin.md does not show:\n{}",
+        missing.join("\n\n")
+    );
+}
+
+/// The claims of a token (its payload, not verified).
+fn jwt_claims(token: &str) -> serde_json::Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url");
+    serde_json::from_slice(&bytes).expect("JSON claims")
+}
