@@ -331,3 +331,122 @@ async fn tokens_and_projects_through_the_api() {
         200
     );
 }
+
+#[tokio::test]
+async fn an_index_is_never_deleted_or_purged_by_itself_and_a_restore_brings_back_only_its_own_lines()
+ {
+    let (server, db) = Server::start().await;
+    let admin = User::new(&server, "ann", &["acme:admin"], ORIGIN);
+    let ann = server.client(&server.token("ann", &["acme:admin"]));
+    let r = ann
+        .push(
+            "acme/api",
+            &batch(vec![
+                put("plan.md", &note("plan", "The plan.\n"), None),
+                put("infra/db.md", &note("db", "The database.\n"), None),
+            ]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let before = ann.pull("acme/api", 0).await;
+    assert_eq!(before.status, 200, "{}", before.text);
+    for index in ["MEMORY.md", "infra/MEMORY.md"] {
+        assert!(change_of(&before.body, index).is_some(), "{}", before.text);
+    }
+    let versions = "SELECT count(*) FROM memory_versions";
+    let events = "SELECT count(*) FROM audit_log";
+    let (versions_before, events_before) = (count(&db, versions).await, count(&db, events).await);
+
+    for index in ["MEMORY.md", "infra/MEMORY.md"] {
+        for what in ["delete", "purge"] {
+            let r = post(
+                &ann,
+                &format!("/v1/admin/projects/acme/api/{what}"),
+                json!({ "path": index, "reason": "tidy up" }),
+            )
+            .await;
+            assert_eq!((r.status, r.code()), (400, "invalid_path"), "{}", r.text);
+            let message = r.body["error"]["message"].as_str().unwrap();
+            for want in [
+                format!("an admin {what} cannot target {index}"),
+                "the server derives from the memories there".to_owned(),
+                format!("{what} the memories instead"),
+            ] {
+                assert!(message.contains(&want), "missing {want:?}: {message}");
+            }
+        }
+    }
+    // The client passes the server's answer on.
+    let r = admin.run(&["admin", "rm", "MEMORY.md", "--reason", "tidy up"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("delete the memories instead"),
+        "{}",
+        r.stderr
+    );
+
+    // Nothing changed: the same revision, the same indexes, no version or audit event written.
+    let after = ann.pull("acme/api", 0).await;
+    assert_eq!(after.body["revision"], before.body["revision"]);
+    assert_eq!(after.body["changes"], before.body["changes"]);
+    assert_eq!(count(&db, versions).await, versions_before);
+    assert_eq!(count(&db, events).await, events_before);
+
+    // A restore of an index version is different: it brings back the index's own lines
+    // (headings, prose) merged over the current index, while the entries still follow the
+    // memories.
+    let cur = change_of(&after.body, "MEMORY.md").unwrap();
+    let entries = cur["content"].as_str().unwrap();
+    let curated = format!("# Team notes\n\nRead these first.\n{entries}");
+    let r = ann
+        .push(
+            "acme/api",
+            &batch(vec![put("MEMORY.md", &curated, cur["sha256"].as_str())]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let curated_revision = r.body["revision"].as_i64().unwrap();
+    let r = ann
+        .push(
+            "acme/api",
+            &batch(vec![
+                put(
+                    "MEMORY.md",
+                    entries,
+                    sha_of(&r.body, "MEMORY.md").as_deref(),
+                ),
+                put("notes.md", &note("notes", "Notes.\n"), None),
+            ]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let index = &change_of(&r.body, "MEMORY.md").unwrap()["content"];
+    assert!(!index.as_str().unwrap().contains("# Team notes"), "{index}");
+    let plan_sha = sha_of(&before.body, "plan.md").unwrap();
+    let r = ann
+        .push("acme/api", &batch(vec![delete("plan.md", Some(&plan_sha))]))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = post(
+        &ann,
+        "/v1/admin/projects/acme/api/restore",
+        json!({ "path": "MEMORY.md", "revision": curated_revision, "reason": "the headings" }),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let index = change_of(&r.body, "MEMORY.md").unwrap()["content"]
+        .as_str()
+        .unwrap();
+    assert!(
+        index.starts_with("# Team notes\n\nRead these first.\n"),
+        "{index}"
+    );
+    assert!(
+        index.contains("(notes.md)"),
+        "the live memory keeps its entry: {index}"
+    );
+    assert!(
+        !index.contains("(plan.md)"),
+        "the deleted memory gets none: {index}"
+    );
+}

@@ -545,6 +545,14 @@ async fn a_purged_memory_cannot_come_back_through_a_retry() {
         assert_eq!(r.status, 422, "{path}: {}", r.text);
         assert_eq!(rules(&r), ["purged_content"], "{path}");
         assert!(!r.text.contains(&secret));
+        let message = r.body["error"]["details"]["failures"][0]["message"]
+            .as_str()
+            .unwrap();
+        assert!(
+            message.contains("cannot be pushed again; delete it locally")
+                && !message.contains("  "),
+            "one sentence, no runs of spaces: {message:?}"
+        );
     }
     // A member cannot override it; a team admin can, explicitly.
     let mut over = batch(vec![put("leak.md", &content, None)]);

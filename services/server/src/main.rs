@@ -198,7 +198,7 @@ async fn export_cmd(cfg: Config, cmd: ExportCommand) -> anyhow::Result<()> {
 /// two (a token signed with a new key in the wrong directory does not verify on the server).
 fn existing_installation(cfg: &Config) -> anyhow::Result<()> {
     let dir = std::path::absolute(&cfg.data_dir).unwrap_or_else(|_| cfg.data_dir.clone());
-    let how = "Point at the server's data dir with --data-dir or MEMSYNC_DATA_DIR (the directory                `memsync-server` was started with; by default ./memsync-data in the directory it was                started from), pass the server's --database-url, or manage tokens through the                running server's API with `memsync-server token --server URL …` and a server-admin                token in MEMSYNC_ADMIN_TOKEN";
+    let how = "Point at the server's data dir with --data-dir or MEMSYNC_DATA_DIR (the directory `memsync-server` was started with; by default ./memsync-data in the directory it was started from), pass the server's --database-url, or manage tokens through the running server's API with `memsync-server token --server URL …` and a server-admin token in MEMSYNC_ADMIN_TOKEN";
     if cfg.database_url.is_none() && !dir.join("postgres").join("PG_VERSION").is_file() {
         if let Some(server) = db::embedded::server_lock_holder(&dir) {
             bail!(
@@ -222,7 +222,7 @@ fn existing_keys(cfg: &Config) -> anyhow::Result<Keys> {
             .unwrap_or_else(|_| cfg.data_dir.join("jwt.key"));
         if !key.is_file() {
             bail!(
-                "no signing key at {} (this command never creates one): point --data-dir or                  MEMSYNC_DATA_DIR at the server's data dir, set the server's MEMSYNC_JWT_SECRET,                  or use `memsync-server token --server URL …` with a server-admin token in MEMSYNC_ADMIN_TOKEN",
+                "no signing key at {} (this command never creates one): point --data-dir or MEMSYNC_DATA_DIR at the server's data dir, set the server's MEMSYNC_JWT_SECRET, or use `memsync-server token --server URL …` with a server-admin token in MEMSYNC_ADMIN_TOKEN",
                 key.display()
             );
         }

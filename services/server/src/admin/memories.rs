@@ -225,7 +225,9 @@ fn memory_path(path: &str, what: &str) -> ApiResult<MemoryPath> {
     if path.is_index() {
         return Err(ApiError::bad_request(
             "invalid_path",
-            format!("indexes follow their memories; {what} the memory instead"),
+            format!(
+                "an admin {what} cannot target {path}: it is the index of its directory, which the server derives from the memories there and keeps in step with them; {what} the memories instead (each one's entry leaves the index with it)"
+            ),
         ));
     }
     Ok(path)

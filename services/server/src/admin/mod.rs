@@ -47,7 +47,7 @@ pub fn audit_scope(principal: &Principal) -> ApiResult<Option<Vec<String>>> {
         .collect();
     if teams.is_empty() {
         return Err(ApiError::Forbidden(
-            "the audit log is for team admins and server admins".into(),
+            "the audit log and the project list are for team admins and server admins".into(),
         ));
     }
     Ok(Some(teams))
