@@ -1005,13 +1005,20 @@ pub async fn date_skewing_proxy(upstream: &str, skew_secs: i64) -> String {
     url
 }
 
-async fn proxy_one(
-    mut sock: tokio::net::TcpStream,
-    upstream: &str,
-    http: &reqwest::Client,
-    skew_secs: i64,
-) -> anyhow::Result<()> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// One HTTP/1.1 request read off a socket by a test proxy, ready to send on with reqwest
+/// (`host`, `connection` and `content-length` left for reqwest to set).
+pub struct ProxiedRequest {
+    pub method: reqwest::Method,
+    /// Path and query.
+    pub target: String,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+pub async fn read_proxied_request(
+    sock: &mut tokio::net::TcpStream,
+) -> anyhow::Result<ProxiedRequest> {
+    use tokio::io::AsyncReadExt;
     let mut buf = Vec::new();
     let head_end = loop {
         let mut chunk = [0u8; 8192];
@@ -1024,8 +1031,7 @@ async fn proxy_one(
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
-    let request_line = lines.next().unwrap_or_default();
-    let mut parts = request_line.split(' ');
+    let mut parts = lines.next().unwrap_or_default().split(' ');
     let method = reqwest::Method::from_bytes(parts.next().unwrap_or("GET").as_bytes())?;
     let target = parts.next().unwrap_or("/").to_owned();
     let mut headers = reqwest::header::HeaderMap::new();
@@ -1053,6 +1059,27 @@ async fn proxy_one(
         anyhow::ensure!(n > 0, "closed before the body ended");
         body.extend_from_slice(&chunk[..n]);
     }
+    Ok(ProxiedRequest {
+        method,
+        target,
+        headers,
+        body,
+    })
+}
+
+async fn proxy_one(
+    mut sock: tokio::net::TcpStream,
+    upstream: &str,
+    http: &reqwest::Client,
+    skew_secs: i64,
+) -> anyhow::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let ProxiedRequest {
+        method,
+        target,
+        headers,
+        body,
+    } = read_proxied_request(&mut sock).await?;
     let resp = http
         .request(method, format!("{upstream}{target}"))
         .headers(headers)

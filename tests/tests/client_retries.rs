@@ -113,49 +113,18 @@ async fn relay(
     fault: Fault,
 ) -> anyhow::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut buf = Vec::new();
-    let head_end = loop {
-        let mut chunk = [0u8; 8192];
-        let n = sock.read(&mut chunk).await?;
-        anyhow::ensure!(n > 0, "closed before the request ended");
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut parts = lines.next().unwrap_or_default().split(' ');
-    let method = parts.next().unwrap_or_default().to_owned();
-    let target = parts.next().unwrap_or("/").to_owned();
+    let ProxiedRequest {
+        method,
+        target,
+        headers,
+        body,
+    } = read_proxied_request(&mut sock).await?;
+    let method = method.as_str().to_owned();
     let path = target.split('?').next().unwrap_or_default().to_owned();
-    let mut headers = reqwest::header::HeaderMap::new();
-    let (mut length, mut key) = (0usize, None);
-    for line in lines.filter(|l| !l.is_empty()) {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
-        match k.as_str() {
-            "content-length" => length = v.parse()?,
-            "idempotency-key" => key = Some(v.to_owned()),
-            _ => {}
-        }
-        if matches!(k.as_str(), "host" | "connection" | "content-length") {
-            continue;
-        }
-        headers.insert(
-            reqwest::header::HeaderName::from_bytes(k.as_bytes())?,
-            reqwest::header::HeaderValue::from_str(v)?,
-        );
-    }
-    let mut body = buf[head_end..].to_vec();
-    while body.len() < length {
-        let mut chunk = [0u8; 8192];
-        let n = sock.read(&mut chunk).await?;
-        anyhow::ensure!(n > 0, "closed before the body ended");
-        body.extend_from_slice(&chunk[..n]);
-    }
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let faulted = method == fault_method
         && path == fault_path
         && armed.swap(false, std::sync::atomic::Ordering::SeqCst);
