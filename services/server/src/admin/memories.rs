@@ -335,6 +335,7 @@ pub struct Purged {
     /// until the exporter retries the rewrite.
     pub export_rewritten: bool,
 }
+
 /// Erases a path's content from every stored version (and every stored push answer), after
 /// deleting it for everyone, in one transaction with its audit rows: either all of it happened
 /// or none. The audit log keeps who purged which path and why, not the content.
