@@ -523,6 +523,7 @@ impl Engine<'_> {
                 op: PushOp::Put,
                 base_sha256: base,
                 content: Some(content),
+                named_paths: Vec::new(),
             });
         }
         let gone: Vec<(String, Sha256)> = state
@@ -555,6 +556,7 @@ impl Engine<'_> {
                     op: PushOp::Delete,
                     base_sha256: Some(base),
                     content: None,
+                    named_paths: Vec::new(),
                 });
             }
         }
@@ -580,6 +582,7 @@ impl Engine<'_> {
                 changes: changes.clone(),
                 allow_mass_delete,
                 allow_purged: false,
+                provenance: None,
             };
             // A new key per batch (a batch without the conflicted or refused files is another
             // request); `push` sends this one again with each of its retries.
@@ -852,6 +855,7 @@ fn predict_refusal(
                 op: c.op,
                 base: c.base_sha256,
                 content: c.content.clone(),
+                named_paths: c.named_paths.clone(),
             })
         })
         .collect();
@@ -1089,6 +1093,7 @@ mod tests {
             created_revision,
             changes: Vec::new(),
             merged: Vec::new(),
+            proposed: Vec::new(),
         };
         // (state revision, push answer, created a revision, recorded revision)
         for (at, answered, created, want) in [

@@ -41,6 +41,85 @@ pub struct CheckedChange {
     pub op: PushOp,
     pub base: Option<Sha256>,
     pub content: Option<String>,
+    /// For a put: the repository paths it names (checked by `check_named_paths`).
+    pub named_paths: Vec<String>,
+}
+
+/// At most this many `named_paths` per change.
+pub const MAX_NAMED_PATHS: usize = 64;
+
+/// `named_paths` are relative `/`-separated repository paths: no empty, `.` or `..` segment, no
+/// control characters, at most 255 bytes each and `MAX_NAMED_PATHS` in all; only on a put.
+fn check_named_paths(change: &PushChange) -> Result<(), Failure> {
+    let bad = |why: String| {
+        Err(failure(
+            &change.path,
+            "named_paths_invalid",
+            format!(
+                "`named_paths` {why}; it lists repository paths the memory names, relative to the repository root"
+            ),
+            None,
+        ))
+    };
+    if change.named_paths.is_empty() {
+        return Ok(());
+    }
+    if change.op == PushOp::Delete {
+        return bad("is only taken with a put".into());
+    }
+    if change.named_paths.len() > MAX_NAMED_PATHS {
+        return bad(format!(
+            "has {} entries; at most {MAX_NAMED_PATHS} are kept",
+            change.named_paths.len()
+        ));
+    }
+    for p in &change.named_paths {
+        let ok = !p.is_empty()
+            && p.len() <= 255
+            && !p.starts_with('/')
+            && !p.chars().any(|c| c.is_control() || c == '\\')
+            && p.split('/')
+                .all(|seg| !seg.is_empty() && seg != "." && seg != "..");
+        if !ok {
+            return bad(format!(
+                "holds `{}`, which is not a relative path",
+                shown(p)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A push's `provenance`: each field at most 200 characters without control characters; `head`
+/// a hex commit id.
+fn check_provenance(p: &crate::wire::Provenance) -> Option<Failure> {
+    let fields = [
+        ("client_version", &p.client_version),
+        ("session_id", &p.session_id),
+        ("head", &p.head),
+        ("branch", &p.branch),
+    ];
+    for (name, value) in fields {
+        let Some(v) = value else { continue };
+        let bad = if v.is_empty() || v.chars().count() > 200 || v.chars().any(char::is_control) {
+            Some("must be 1-200 characters without control characters")
+        } else if name == "head"
+            && !(v.len() >= 7 && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            Some("must be a hex commit id (7-64 hex digits)")
+        } else {
+            None
+        };
+        if let Some(why) = bad {
+            return Some(failure(
+                "",
+                "provenance_invalid",
+                format!("`provenance.{name}` {why}; leave it out if the client does not know it"),
+                None,
+            ));
+        }
+    }
+    None
 }
 
 /// Shortens what a client sent before it goes back into a message.
@@ -71,6 +150,9 @@ pub fn check_batch(req: &PushRequest, limits: Limits) -> Result<Vec<CheckedChang
         )]);
     }
     let mut failures = Vec::new();
+    if let Some(p) = &req.provenance {
+        failures.extend(check_provenance(p));
+    }
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(req.changes.len());
     for change in &req.changes {
@@ -95,6 +177,7 @@ pub fn check_batch(req: &PushRequest, limits: Limits) -> Result<Vec<CheckedChang
 fn check_change(change: &PushChange, limits: Limits) -> Result<CheckedChange, Vec<Failure>> {
     let path = MemoryPath::parse(&change.path)
         .map_err(|e| vec![failure(&change.path, e.rule(), e.to_string(), None)])?;
+    check_named_paths(change).map_err(|f| vec![f])?;
     match (change.op, &change.content) {
         (PushOp::Delete, Some(_)) => Err(vec![failure(
             &change.path,
@@ -107,6 +190,7 @@ fn check_change(change: &PushChange, limits: Limits) -> Result<CheckedChange, Ve
             op: PushOp::Delete,
             base: change.base_sha256,
             content: None,
+            named_paths: Vec::new(),
         }),
         (PushOp::Put, None) => Err(vec![failure(
             &change.path,
@@ -121,6 +205,7 @@ fn check_change(change: &PushChange, limits: Limits) -> Result<CheckedChange, Ve
                 op: PushOp::Put,
                 base: change.base_sha256,
                 content: Some(content.clone()),
+                named_paths: change.named_paths.clone(),
             })
         }
     }
@@ -462,6 +547,7 @@ mod tests {
             op: PushOp::Put,
             base_sha256: None,
             content: Some(content.into()),
+            named_paths: Vec::new(),
         }
     }
 
@@ -471,6 +557,7 @@ mod tests {
             op: PushOp::Delete,
             base_sha256: None,
             content: None,
+            named_paths: Vec::new(),
         }
     }
 
@@ -479,6 +566,7 @@ mod tests {
             changes,
             allow_mass_delete: false,
             allow_purged: false,
+            provenance: None,
         }
     }
 

@@ -34,6 +34,10 @@ pub struct FileState {
     pub author: String,
     /// RFC 3339 time of that push.
     pub updated_at: String,
+    /// Repository paths this memory names that existed in the author's working tree when it was
+    /// pushed (`PushChange::named_paths`); clients check them for staleness.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub named_paths: Vec<String>,
 }
 
 /// `POST /v1/projects/{team}/{name}/push`: one atomic batch. The `Idempotency-Key` header makes a
@@ -49,6 +53,51 @@ pub struct PushRequest {
     /// otherwise, so that a retry or a stale copy cannot bring a purged secret back).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_purged: bool,
+    /// Where the push comes from; stored with every version it makes. Never required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// The source of a push, as the client knows it. Every field is optional and at most 200
+/// characters; the server adds the author, token id and time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// `memsync/<version>` of the pushing client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_version: Option<String>,
+    /// The agent session that wrote the memories (Claude Code's hook `session_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The repository's `HEAD` commit (hex) at push time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// The checked-out branch at push time (absent when detached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+/// What the server keeps of a version's source: the client's `Provenance` plus what the server
+/// knows itself. Shown in history, review and audit.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct VersionProvenance {
+    /// Display name of the author (for an approved proposal: the proposal's author).
+    pub author: String,
+    /// The author's `sub`.
+    pub author_sub: String,
+    /// The `jti` of the token that pushed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+    #[serde(flatten)]
+    pub client: Provenance,
+    /// RFC 3339 time the content was pushed (for an approved proposal: when it was proposed).
+    pub pushed_at: String,
+    /// Who approved it, for a version published through review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    /// The proposal it was published from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -69,6 +118,10 @@ pub struct PushChange {
     /// The new content, for `put`.
     #[serde(default)]
     pub content: Option<String>,
+    /// For `put`: repository paths the memory names that exist in the pusher's working tree (at
+    /// most 64, each a relative `/`-separated path); kept with the version for staleness checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub named_paths: Vec<String>,
 }
 
 /// The answer to an accepted push.
@@ -86,6 +139,245 @@ pub struct PushResponse {
     /// with a concurrent edit, and pushed `MEMORY.md` files the server merged or completed. The
     /// client takes their content from `changes`.
     pub merged: Vec<String>,
+    /// Under `review = required`, a push by a member who is not a reviewer publishes nothing:
+    /// each change became (or matched) a proposal, listed here, and the answer is 202.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposed: Vec<Proposed>,
+}
+
+/// One change of a push that became a proposal.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Proposed {
+    pub path: String,
+    pub id: i64,
+    pub op: PushOp,
+    /// `pending`, or `rejected` when this exact content was already rejected (with `reason`).
+    pub status: ProposalStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A project's release policy.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewMode {
+    /// A push publishes at once.
+    #[default]
+    Off,
+    /// A push by a member who is not a reviewer becomes proposals.
+    Required,
+}
+
+/// `GET`/`PUT /v1/admin/projects/{team}/{name}/settings` (team admins).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectSettings {
+    pub review: ReviewMode,
+    /// Published memories not changed or confirmed for this many days become due for review;
+    /// null turns it off.
+    #[serde(default)]
+    pub review_after_days: Option<u32>,
+}
+
+/// The state of a review-queue item.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ProposalStatus {
+    /// A proposed change waiting for a reviewer.
+    Pending,
+    /// A published memory not changed or confirmed for `review_after_days`.
+    Due,
+    /// A published memory a rescan disabled (a newer scanner rule matches it).
+    Flagged,
+    /// Published (a change) or confirmed/re-enabled (a due or flagged memory).
+    Approved,
+    Rejected,
+    /// The author proposed a newer version of the same path before this one was reviewed.
+    Superseded,
+}
+
+impl ProposalStatus {
+    /// Whether it still waits for a reviewer.
+    pub fn is_open(self) -> bool {
+        matches!(self, Self::Pending | Self::Due | Self::Flagged)
+    }
+}
+
+/// `GET /v1/proposals`: the review queue (reviewers: every open item of their teams' projects;
+/// members: their own proposals).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProposalList {
+    pub proposals: Vec<ProposalSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProposalSummary {
+    pub id: i64,
+    pub project: String,
+    pub path: String,
+    /// `put` or `delete`; a due or flagged memory is a `put` (approving keeps it published).
+    pub op: PushOp,
+    /// Display name of whoever proposed it (for a due or flagged item: the server).
+    pub author: String,
+    pub created_at: String,
+    pub status: ProposalStatus,
+    /// The proposed content's sha256 (absent for a delete); lets an author's client tell whether
+    /// its local file is the one that was proposed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<Sha256>,
+    /// Why it was rejected, flagged or is due.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `dated` when the memory's file name carries a date (a note about a moment), else
+    /// `evergreen`.
+    pub lifecycle: Lifecycle,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Lifecycle {
+    Dated,
+    Evergreen,
+}
+
+impl Lifecycle {
+    /// A memory whose file name carries a date (`2026-11-30-outage.md`, `standup_20261130.md`,
+    /// `notes/2026-11/retro.md`) is a dated note; the rest are evergreen.
+    pub fn of_path(path: &str) -> Lifecycle {
+        let digits_at = |s: &[u8], i: usize, n: usize| {
+            s.len() >= i + n && s[i..i + n].iter().all(u8::is_ascii_digit)
+        };
+        let plausible = |y: &[u8], m: &[u8]| {
+            let num = |d: &[u8]| d.iter().fold(0u32, |a, c| a * 10 + u32::from(c - b'0'));
+            (1990..=2199).contains(&num(y)) && (1..=12).contains(&num(m))
+        };
+        for segment in path.split('/') {
+            let s = segment.as_bytes();
+            for i in 0..s.len() {
+                // A date starts at the segment's start or after a non-digit.
+                if i > 0 && s[i - 1].is_ascii_digit() {
+                    continue;
+                }
+                // YYYY-MM[-DD], YYYY_MM[_DD], YYYY.MM[.DD]
+                if digits_at(s, i, 4)
+                    && s.len() > i + 4
+                    && matches!(s[i + 4], b'-' | b'_' | b'.')
+                    && digits_at(s, i + 5, 2)
+                    && !digits_at(s, i + 7, 1)
+                    && plausible(&s[i..i + 4], &s[i + 5..i + 7])
+                {
+                    return Lifecycle::Dated;
+                }
+                // YYYYMMDD
+                if digits_at(s, i, 8)
+                    && !digits_at(s, i + 8, 1)
+                    && plausible(&s[i..i + 4], &s[i + 4..i + 6])
+                {
+                    return Lifecycle::Dated;
+                }
+            }
+        }
+        Lifecycle::Evergreen
+    }
+}
+
+/// `GET /v1/proposals/{id}`: everything a reviewer needs to decide.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProposalDetail {
+    #[serde(flatten)]
+    pub summary: ProposalSummary,
+    /// The proposed content (absent for a delete).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The published version the author started from (absent for a new file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_sha256: Option<Sha256>,
+    /// What is published now (absent when nothing is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_sha256: Option<Sha256>,
+    /// Unified diff from what is published now to the proposal.
+    pub diff: String,
+    /// Whether what is published changed since the author's base (approving merges three-way).
+    pub stale: bool,
+    pub provenance: VersionProvenance,
+    /// Published team feedback the proposed content contradicts or relates to.
+    #[serde(default)]
+    pub feedback: Vec<FeedbackFinding>,
+    /// Who reviewed it, when, and the note or reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The revision that published it, once approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_revision: Option<i64>,
+}
+
+/// `POST /v1/proposals/{id}/approve`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProposalApprove {
+    #[serde(default)]
+    pub note: Option<Text>,
+    /// Approve a feedback memory that contradicts published team feedback as superseding these
+    /// team files: the server adds them to its `supersedes:` and deletes them in the same revision.
+    #[serde(default)]
+    pub supersedes: Vec<String>,
+}
+
+/// `POST /v1/proposals/{id}/reject`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProposalReject {
+    pub reason: Text,
+}
+
+/// The answer to approve and reject: the item as it is now, and for an approval that published
+/// something, the revision it made.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProposalDecision {
+    pub proposal: ProposalSummary,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<PushResponse>,
+}
+
+/// `POST /v1/admin/projects/{team}/{name}/disable` and `.../enable`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AdminRelease {
+    pub path: Text,
+    /// Why; kept in the audit log and the export's commit message.
+    #[serde(default)]
+    pub reason: Option<Text>,
+}
+
+/// `POST /v1/admin/projects/{team}/{name}/rollback`: publish the version of `path` at
+/// `revision` as a new revision.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AdminRollback {
+    pub path: Text,
+    pub revision: i64,
+    #[serde(default)]
+    pub reason: Option<Text>,
+}
+
+/// `GET /v1/admin/teams/{team}/reviewers`: users granted the reviewer role (team admins are
+/// reviewers without a grant).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Reviewers {
+    pub team: String,
+    pub reviewers: Vec<ReviewerEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReviewerEntry {
+    /// The user's `sub` (what `memsync-server token issue --user` sets).
+    pub user: String,
+    pub added_by: String,
+    pub created_at: String,
 }
 
 /// `details` of a 409 `conflict` error: one entry per path that could not be merged.
@@ -201,6 +493,11 @@ pub struct ProjectInfo {
     pub bytes: i64,
     pub created_at: String,
     pub updated_at: String,
+    /// The release policy; members see it so their client can say a push will be proposed.
+    #[serde(default)]
+    pub review: ReviewMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_after_days: Option<u32>,
 }
 
 /// `GET /v1/me`: who the server thinks the token belongs to.
@@ -214,6 +511,9 @@ pub struct WhoAmI {
     pub admin: bool,
     /// Unix seconds.
     pub expires_at: i64,
+    /// Teams where this user was granted the reviewer role (team admins review without it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reviewer: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
@@ -329,6 +629,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lifecycle_from_the_path() {
+        for dated in [
+            "2026-11-30-outage.md",
+            "incidents/2026-11-30.md",
+            "standup_20261130.md",
+            "notes/2026-11/retro.md",
+            "retro-2025_03.md",
+            "release.2026.01.02.md",
+        ] {
+            assert_eq!(Lifecycle::of_path(dated), Lifecycle::Dated, "{dated}");
+        }
+        for evergreen in [
+            "testing-policy.md",
+            "http2-settings.md",
+            "port-8080.md",
+            "ticket-1234567.md",
+            "build-123456789.md",
+            "v2026-13-01.md",
+            "sha-20261399.md",
+            "oauth2.md",
+        ] {
+            assert_eq!(
+                Lifecycle::of_path(evergreen),
+                Lifecycle::Evergreen,
+                "{evergreen}"
+            );
+        }
+    }
+
+    #[test]
     fn team_grants() {
         assert_eq!(
             parse_team_grant("acme"),
@@ -346,6 +676,7 @@ mod tests {
             assert!(parse_team_grant(bad).is_err(), "{bad}");
         }
         let g = parse_team_grants(&["ops", "ops:admin", "acme"]).expect("valid");
+        assert_eq!(g.len(), 2);
         assert_eq!(g.get("ops"), Some(&TeamRole::Admin));
         assert_eq!(g.get("acme"), Some(&TeamRole::Member));
     }

@@ -157,6 +157,7 @@ fn put(path: &str, content: String) -> PushChange {
         op: PushOp::Put,
         base_sha256: None,
         content: Some(content),
+        named_paths: Vec::new(),
     }
 }
 
@@ -217,6 +218,7 @@ fn the_clients_prediction_is_the_servers_answer() {
             changes: seed,
             allow_mass_delete: false,
             allow_purged: false,
+            provenance: None,
         }).unwrap()));
         prop_assert_eq!(r.status, 200, "seed: {}", r.text);
         let pulled = rt.block_on(alice.pull(&project, 0));
@@ -243,17 +245,18 @@ fn the_clients_prediction_is_the_servers_answer() {
                 continue;
             }
             let base = shas.get(&p).map(|s| s.parse().unwrap());
-            changes.push(PushChange { path: p, op, base_sha256: base, content: text });
+            changes.push(PushChange { path: p, op, base_sha256: base, content: text, named_paths: Vec::new(), });
         }
         for i in 0..case.delete_bulk {
             let p = format!("bulk/m{i}.md");
             let base = shas.get(&p).map(|s| s.parse().unwrap());
-            changes.push(PushChange { path: p, op: PushOp::Delete, base_sha256: base, content: None });
+            changes.push(PushChange { path: p, op: PushOp::Delete, base_sha256: base, content: None, named_paths: Vec::new(), });
         }
         let req = PushRequest {
             changes,
             allow_mass_delete: case.allow_mass_delete,
             allow_purged: false,
+            provenance: None,
         };
         let predicted = policy::judge(&req, &state, LIMITS);
         let r = rt.block_on(alice.push(&project, &serde_json::to_value(&req).unwrap()));

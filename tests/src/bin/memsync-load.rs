@@ -567,6 +567,7 @@ fn put(path: String, base: Option<Sha256>, content: String) -> PushChange {
         op: PushOp::Put,
         base_sha256: base,
         content: Some(content),
+        named_paths: Vec::new(),
     }
 }
 
@@ -601,6 +602,7 @@ async fn seed(
                     changes,
                     allow_mass_delete: false,
                     allow_purged: false,
+                    provenance: None,
                 },
             )
             .await?;
@@ -620,6 +622,7 @@ async fn seed(
                     changes: vec![put(path, base, content)],
                     allow_mass_delete: false,
                     allow_purged: false,
+                    provenance: None,
                 },
             )
             .await?;
@@ -761,6 +764,7 @@ async fn push_one(
         changes: vec![put(path.to_string(), *base, content)],
         allow_mass_delete: false,
         allow_purged: false,
+        provenance: None,
     };
     let resp = api
         .http

@@ -160,13 +160,12 @@ impl AdminAct<'_> {
         .await
     }
 
-    fn meta(&self) -> PushMeta<'_> {
+    /// The engine's view of the action: a revision of `kind`, with the reason as its note.
+    fn meta(&self, kind: &'static str) -> PushMeta<'_> {
         PushMeta {
-            project: self.project,
-            principal: self.principal,
             request_id: self.request_id,
-            idempotency_key: None,
-            request_hash: String::new(),
+            note: Some(self.reason.trim()),
+            ..PushMeta::new(self.project, self.principal, kind)
         }
     }
 
@@ -199,6 +198,7 @@ async fn write_as_admin(
     pool: &PgPool,
     limits: SyncLimits,
     act: &AdminAct<'_>,
+    kind: &'static str,
     change: PushChange,
 ) -> ApiResult<PushResponse> {
     let req = PushRequest {
@@ -206,8 +206,9 @@ async fn write_as_admin(
         allow_mass_delete: true,
         // Restoring an older version is the admin's explicit choice.
         allow_purged: true,
+        provenance: None,
     };
-    sync::push_in(tx, pool, limits, &act.meta(), &req).await
+    sync::push_in(tx, pool, limits, &act.meta(kind), &req).await
 }
 
 /// The live version's hash of `path`, or "not found".
@@ -248,11 +249,13 @@ pub async fn delete(
         pool,
         limits,
         act,
+        "delete",
         PushChange {
             path: path.to_string(),
             op: PushOp::Delete,
             base_sha256: Some(sha),
             content: None,
+            named_paths: Vec::new(),
         },
     )
     .await?;
@@ -303,11 +306,13 @@ pub async fn restore(
         pool,
         limits,
         act,
+        "restore",
         PushChange {
             path: path.to_string(),
             op: PushOp::Put,
             base_sha256: base,
             content: Some(content),
+            named_paths: Vec::new(),
         },
     )
     .await?;
@@ -359,11 +364,13 @@ pub async fn purge(
             pool,
             limits,
             act,
+            "delete",
             PushChange {
                 path: p.to_string(),
                 op: PushOp::Delete,
                 base_sha256: state.sha256,
                 content: None,
+                named_paths: Vec::new(),
             },
         )
         .await?;

@@ -275,6 +275,7 @@ async fn whoami(principal: Principal) -> Json<WhoAmI> {
         teams: c.teams,
         admin: c.admin,
         expires_at: c.exp,
+        reviewer: Vec::new(),
     })
 }
 
@@ -350,11 +351,10 @@ async fn push(
 ) -> ApiResult<Response> {
     let project = reachable(&principal, &team, &name)?;
     let meta = PushMeta {
-        project: &project,
-        principal: &principal,
         request_id: request_id(&headers),
         idempotency_key: key.as_deref(),
         request_hash: body.sha256.to_hex(),
+        ..PushMeta::new(&project, &principal, "push")
     };
     match sync::push(&state.pool, state.limits, meta, body.value).await? {
         PushOutcome::Applied(resp) => Ok(Json(resp).into_response()),

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use memsync_core::wire::{FileState, ProjectInfo};
+use memsync_core::wire::{FileState, ProjectInfo, ReviewMode};
 use memsync_core::{ProjectId, Sha256};
 use sqlx::{PgConnection, PgExecutor};
 
@@ -25,6 +25,9 @@ pub struct Stored {
     pub content: Option<String>,
     pub author_name: String,
     pub updated_at: DateTime<Utc>,
+    /// A tombstone that disables the version before it (`enable` brings that back).
+    pub disabled: bool,
+    pub named_paths: Vec<String>,
 }
 
 impl Stored {
@@ -37,6 +40,11 @@ impl Stored {
             content: self.content.clone(),
             author: self.author_name.clone(),
             updated_at: rfc3339(self.updated_at),
+            named_paths: if self.deleted {
+                Vec::new()
+            } else {
+                self.named_paths.clone()
+            },
         }
     }
 }
@@ -46,12 +54,16 @@ pub fn rfc3339(t: DateTime<Utc>) -> String {
 }
 
 /// A new state of one path, written by a revision.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct NewState {
     pub path: String,
     /// None for a tombstone.
     pub content: Option<String>,
     pub merged: bool,
+    /// For a tombstone: it disables the live version instead of deleting it.
+    pub disabled: bool,
+    /// Repository paths the content names (`PushChange::named_paths`).
+    pub named_paths: Vec<String>,
 }
 
 impl NewState {
@@ -68,10 +80,12 @@ type StoredRow = (
     Option<String>,
     String,
     DateTime<Utc>,
+    bool,
+    Vec<String>,
 );
 
 fn stored_from_row(r: StoredRow) -> (String, Stored) {
-    let (path, revision, deleted, sha, content, author_name, updated_at) = r;
+    let (path, revision, deleted, sha, content, author_name, updated_at, disabled, named_paths) = r;
     (
         path,
         Stored {
@@ -81,6 +95,8 @@ fn stored_from_row(r: StoredRow) -> (String, Stored) {
             content,
             author_name,
             updated_at,
+            disabled,
+            named_paths,
         },
     )
 }
@@ -101,24 +117,35 @@ pub async fn info<'e>(
     db: impl PgExecutor<'e>,
     project: &ProjectId,
 ) -> sqlx::Result<Option<ProjectInfo>> {
-    type InfoRow = (i64, i32, i64, DateTime<Utc>, DateTime<Utc>);
+    type InfoRow = (
+        i64,
+        i32,
+        i64,
+        DateTime<Utc>,
+        DateTime<Utc>,
+        String,
+        Option<i32>,
+    );
     let row: Option<InfoRow> = sqlx::query_as(
-        "SELECT revision, files, bytes, created_at, updated_at FROM projects WHERE team = $1 AND project = $2",
+        "SELECT revision, files, bytes, created_at, updated_at, review, review_after_days
+         FROM projects WHERE team = $1 AND project = $2",
     )
     .bind(project.team())
     .bind(project.as_str())
     .fetch_optional(db)
     .await?;
-    Ok(
-        row.map(|(revision, files, bytes, created, updated)| ProjectInfo {
+    Ok(row.map(
+        |(revision, files, bytes, created, updated, review, after)| ProjectInfo {
             project: project.to_string(),
             revision,
             files: files.into(),
             bytes,
             created_at: rfc3339(created),
             updated_at: rfc3339(updated),
-        }),
-    )
+            review: review_mode(&review),
+            review_after_days: after.and_then(|d| u32::try_from(d).ok()),
+        },
+    ))
 }
 
 /// Every path changed after `since` up to `upto`, in revision then path order.
@@ -129,7 +156,8 @@ pub async fn changes_since<'e>(
     upto: i64,
 ) -> sqlx::Result<Vec<FileState>> {
     let rows: Vec<StoredRow> = sqlx::query_as(
-        "SELECT path, revision, deleted, sha256, content, author_name, updated_at FROM memories
+        "SELECT path, revision, deleted, sha256, content, author_name, updated_at, disabled, named_paths
+         FROM memories
          WHERE team = $1 AND project = $2 AND revision > $3 AND revision <= $4
          ORDER BY revision, path",
     )
@@ -146,6 +174,15 @@ pub async fn changes_since<'e>(
             s.to_file_state(&path)
         })
         .collect())
+}
+
+/// The stored `projects.review` as the wire's mode.
+pub fn review_mode(stored: &str) -> ReviewMode {
+    if stored == "required" {
+        ReviewMode::Required
+    } else {
+        ReviewMode::Off
+    }
 }
 
 /// Creates the team and the project if they do not exist yet.
@@ -189,8 +226,8 @@ pub async fn current(
     paths: &[String],
 ) -> sqlx::Result<HashMap<String, Stored>> {
     let rows: Vec<StoredRow> = sqlx::query_as(
-        "SELECT path, revision, deleted, sha256, content, author_name, updated_at FROM memories
-         WHERE team = $1 AND project = $2 AND path = ANY($3)",
+        "SELECT path, revision, deleted, sha256, content, author_name, updated_at, disabled, named_paths
+         FROM memories WHERE team = $1 AND project = $2 AND path = ANY($3)",
     )
     .bind(project.team())
     .bind(project.as_str())
@@ -314,12 +351,20 @@ pub async fn live_feedback_candidates(
     .await
 }
 
-/// Who made a revision.
+/// Who made a revision, what kind it is, and where its versions came from.
 pub struct Author<'a> {
     pub sub: &'a str,
     pub name: &'a str,
     pub email: Option<&'a str>,
     pub request_id: Option<&'a str>,
+    /// `push`, `approve`, `disable`, `enable`, `rollback`, `restore`, `delete`, `rescan`.
+    pub kind: &'a str,
+    /// The reason given, for history and the export's commit message.
+    pub note: Option<&'a str>,
+    /// `wire::VersionProvenance` of every version the revision writes.
+    pub provenance: &'a serde_json::Value,
+    /// The scanner rule set that checked the content (`None`: not recorded).
+    pub rule_set: Option<&'a str>,
 }
 
 /// Writes one revision: bumps the counter, records the revision, appends every new version and
@@ -343,8 +388,8 @@ pub async fn write_revision(
     .fetch_one(&mut *conn)
     .await?;
     sqlx::query(
-        "INSERT INTO revisions (team, project, revision, author_sub, author_name, author_email, request_id, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO revisions (team, project, revision, author_sub, author_name, author_email, request_id, created_at, kind, note)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(project.team())
     .bind(project.as_str())
@@ -354,6 +399,8 @@ pub async fn write_revision(
     .bind(author.email)
     .bind(author.request_id)
     .bind(at)
+    .bind(author.kind)
+    .bind(author.note)
     .execute(&mut *conn)
     .await?;
 
@@ -373,20 +420,37 @@ pub async fn write_revision(
         })
         .collect();
     let merged: Vec<bool> = states.iter().map(|s| s.merged).collect();
+    let disabled: Vec<bool> = states
+        .iter()
+        .map(|s| s.disabled && s.content.is_none())
+        .collect();
+    // Postgres arrays cannot nest ragged arrays: each version's named paths travel as one
+    // JSON array text.
+    let named: Vec<String> = states
+        .iter()
+        .map(|s| serde_json::to_string(&s.named_paths).unwrap_or_else(|_| "[]".into()))
+        .collect();
     // One statement appends the versions and moves the current state from them.
     sqlx::query(
         "WITH v AS (
-            INSERT INTO memory_versions (team, project, path, revision, deleted, sha256, content, size, merged, created_at)
-            SELECT $1, $2, p, $3, d, s, c, z, m, $4
-            FROM UNNEST($5::text[], $6::bool[], $7::text[], $8::text[], $9::int[], $10::bool[]) AS t(p, d, s, c, z, m)
-            RETURNING path, deleted, sha256, content, size
+            INSERT INTO memory_versions (team, project, path, revision, deleted, sha256, content, size, merged, created_at,
+                                         disabled, named_paths, provenance)
+            SELECT $1, $2, p, $3, d, s, c, z, m, $4, x,
+                   ARRAY(SELECT jsonb_array_elements_text(n::jsonb)), $12
+            FROM UNNEST($5::text[], $6::bool[], $7::text[], $8::text[], $9::int[], $10::bool[], $13::bool[], $14::text[])
+                 AS t(p, d, s, c, z, m, x, n)
+            RETURNING path, deleted, sha256, content, size, disabled, named_paths
          )
-         INSERT INTO memories (team, project, path, revision, deleted, sha256, content, size, author_name, updated_at)
-         SELECT $1, $2, path, $3, deleted, sha256, content, size, $11, $4 FROM v
+         INSERT INTO memories (team, project, path, revision, deleted, sha256, content, size, author_name, updated_at,
+                               disabled, named_paths, confirmed_at, rule_set)
+         SELECT $1, $2, path, $3, deleted, sha256, content, size, $11, $4, disabled, named_paths, NULL,
+                CASE WHEN deleted THEN NULL ELSE $15 END
+         FROM v
          ON CONFLICT (team, project, path) DO UPDATE SET
             revision = EXCLUDED.revision, deleted = EXCLUDED.deleted, sha256 = EXCLUDED.sha256,
             content = EXCLUDED.content, size = EXCLUDED.size, author_name = EXCLUDED.author_name,
-            updated_at = EXCLUDED.updated_at",
+            updated_at = EXCLUDED.updated_at, disabled = EXCLUDED.disabled,
+            named_paths = EXCLUDED.named_paths, confirmed_at = NULL, rule_set = EXCLUDED.rule_set",
     )
     .bind(project.team())
     .bind(project.as_str())
@@ -399,6 +463,10 @@ pub async fn write_revision(
     .bind(&sizes)
     .bind(&merged)
     .bind(author.name)
+    .bind(author.provenance)
+    .bind(&disabled)
+    .bind(&named)
+    .bind(author.rule_set)
     .execute(&mut *conn)
     .await?;
     Ok((revision, at))

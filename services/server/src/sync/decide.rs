@@ -122,6 +122,8 @@ mod tests {
             content: Some(text.to_owned()),
             author_name: "bob".into(),
             updated_at: Utc::now(),
+            disabled: false,
+            named_paths: Vec::new(),
         }
     }
 
@@ -133,6 +135,8 @@ mod tests {
             content: None,
             author_name: "bob".into(),
             updated_at: Utc::now(),
+            disabled: false,
+            named_paths: Vec::new(),
         }
     }
 
@@ -142,6 +146,7 @@ mod tests {
             op,
             base: base.map(sha),
             content: content.map(str::to_owned),
+            named_paths: Vec::new(),
         }
     }
 

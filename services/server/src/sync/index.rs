@@ -187,7 +187,7 @@ pub async fn maintain(
                 states.push(NewState {
                     path: index_path,
                     content: None,
-                    merged: false,
+                    ..NewState::default()
                 });
             }
             continue;
@@ -217,6 +217,7 @@ pub async fn maintain(
                 path: index_path,
                 content: Some(rendered),
                 merged,
+                ..NewState::default()
             });
         }
     }

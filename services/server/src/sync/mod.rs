@@ -8,11 +8,11 @@ pub mod index;
 mod layout;
 mod push;
 
-pub use push::{Stop, push, push_in, validation_failed};
+pub use push::{Stop, provenance_of, push, push_in, validation_failed};
 
 use memsync_core::ProjectId;
 use memsync_core::policy::Limits;
-use memsync_core::wire::{PullResponse, PushResponse};
+use memsync_core::wire::{PullResponse, PushResponse, VersionProvenance};
 use sqlx::PgPool;
 
 use crate::auth::Principal;
@@ -90,6 +90,33 @@ pub struct PushMeta<'a> {
     pub idempotency_key: Option<&'a str>,
     /// sha256 of the request body, to tell a retry from a different request with the same key.
     pub request_hash: String,
+    /// What makes the revision: `push` for a client's push; admin and review actions name
+    /// themselves (`delete`, `restore`, `approve`, …).
+    pub kind: &'static str,
+    /// The reason given for an admin or review action.
+    pub note: Option<&'a str>,
+    /// The versions' provenance when it is not this push's own (an approved proposal carries
+    /// its author's); `None` builds it from the principal and the request's `provenance`.
+    pub provenance: Option<VersionProvenance>,
+    /// The scanner rule set the server checks writes with (recorded with each live version).
+    pub rule_set: Option<&'a str>,
+}
+
+impl<'a> PushMeta<'a> {
+    /// A client's push (or an admin write through the engine) by `principal`.
+    pub fn new(project: &'a ProjectId, principal: &'a Principal, kind: &'static str) -> Self {
+        PushMeta {
+            project,
+            principal,
+            request_id: None,
+            idempotency_key: None,
+            request_hash: String::new(),
+            kind,
+            note: None,
+            provenance: None,
+            rule_set: None,
+        }
+    }
 }
 
 pub enum PushOutcome {

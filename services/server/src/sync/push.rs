@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use memsync_core::policy::{self, CheckedChange};
 use memsync_core::wire::{
-    Conflict, ConflictDetails, Failure, FileState, PushOp, PushRequest, PushResponse,
-    ValidationDetails,
+    Conflict, ConflictDetails, Failure, FileState, Provenance, PushOp, PushRequest, PushResponse,
+    ValidationDetails, VersionProvenance,
 };
 use memsync_core::{ProjectId, Sha256};
 use serde_json::json;
@@ -230,7 +230,7 @@ async fn apply(
     layout_rules(&mut *tx, meta, &checked, req.allow_purged).await?;
     let plan = plan(&mut *tx, meta.project, &checked, limits.file.max_file_bytes).await?;
     let ready = check(&mut *tx, limits, meta, locked, &checked, plan, req).await?;
-    Ok(commit(&mut *tx, meta, locked, ready).await?)
+    Ok(commit(&mut *tx, meta, locked, ready, req.provenance.as_ref()).await?)
 }
 
 /// What the batch does, file by file, before the rules over the whole batch.
@@ -289,8 +289,14 @@ async fn plan(
             path.to_owned(),
             NewState {
                 path: path.to_owned(),
+                named_paths: if content.is_some() {
+                    change.named_paths.clone()
+                } else {
+                    Vec::new()
+                },
                 content,
                 merged,
+                disabled: false,
             },
         );
     }
@@ -408,8 +414,7 @@ async fn supersede(
             for path in superseded {
                 plan.writes.entry(path.clone()).or_insert(NewState {
                     path,
-                    content: None,
-                    merged: false,
+                    ..NewState::default()
                 });
             }
             Ok(())
@@ -472,6 +477,7 @@ async fn commit(
     meta: &PushMeta<'_>,
     locked: &memories::LockedProject,
     ready: Ready,
+    client: Option<&Provenance>,
 ) -> ApiResult<PushResponse> {
     let project = meta.project;
     let actor = &meta.principal.claims;
@@ -482,14 +488,25 @@ async fn commit(
             created_revision: false,
             changes: Vec::new(),
             merged: Vec::new(),
+            proposed: Vec::new(),
         });
     }
     let states = ready.states;
+    let provenance = meta
+        .provenance
+        .clone()
+        .unwrap_or_else(|| provenance_of(meta, client));
+    let provenance_json =
+        serde_json::to_value(&provenance).map_err(|e| ApiError::Internal(e.into()))?;
     let author = Author {
         sub: &actor.sub,
         name: &actor.name,
         email: actor.email.as_deref(),
         request_id: meta.request_id,
+        kind: meta.kind,
+        note: meta.note,
+        provenance: &provenance_json,
+        rule_set: meta.rule_set,
     };
     let (revision, at) = memories::write_revision(
         &mut *tx,
@@ -511,7 +528,12 @@ async fn commit(
         .collect();
     let details: Vec<serde_json::Value> = states
         .iter()
-        .map(|s| json!({ "size": s.content.as_ref().map_or(0, String::len) }))
+        .map(|s| {
+            json!({
+                "size": s.content.as_ref().map_or(0, String::len),
+                "provenance": &provenance_json,
+            })
+        })
         .collect();
     let event = AuditEvent {
         revision: Some(revision),
@@ -538,9 +560,25 @@ async fn commit(
                 content: s.content,
                 author: actor.name.clone(),
                 updated_at: updated_at.clone(),
+                named_paths: s.named_paths,
             })
             .collect(),
+        proposed: Vec::new(),
     })
+}
+
+/// The provenance of a push's versions: who pushed, with which token, and what the client said.
+pub fn provenance_of(meta: &PushMeta<'_>, client: Option<&Provenance>) -> VersionProvenance {
+    let actor = &meta.principal.claims;
+    VersionProvenance {
+        author: actor.name.clone(),
+        author_sub: actor.sub.clone(),
+        token_id: Some(actor.jti.to_string()),
+        client: client.cloned().unwrap_or_default(),
+        pushed_at: rfc3339(chrono::Utc::now()),
+        approved_by: None,
+        proposal_id: None,
+    }
 }
 
 fn replay(stored: idempotency::Stored, request_hash: &str) -> ApiResult<PushOutcome> {
