@@ -228,7 +228,13 @@ async fn apply(
     req: &PushRequest,
 ) -> Result<PushResponse, Stop> {
     layout_rules(&mut *tx, meta, &checked, req.allow_purged).await?;
-    let plan = plan(&mut *tx, meta.project, &checked, limits.file.max_file_bytes).await?;
+    let mut plan = plan(&mut *tx, meta.project, &checked, limits.file.max_file_bytes).await?;
+    if meta.kind == "disable" {
+        // A disable is a tombstone that `enable` can undo: the version stays in history.
+        for w in plan.writes.values_mut() {
+            w.disabled = w.content.is_none();
+        }
+    }
     let ready = check(&mut *tx, limits, meta, locked, &checked, plan, req).await?;
     Ok(commit(&mut *tx, meta, locked, ready, req.provenance.as_ref()).await?)
 }
