@@ -2,19 +2,30 @@
 //! last synced) and the disk. Local edits are never overwritten, deletions apply only to files
 //! unchanged since their base, and every conflict keeps the local file and stores the server's
 //! version in the state dir until `memsync resolve` settles it.
+//!
+//! Under `review = required` a member's push publishes nothing: the server answers 202 with the
+//! proposals it made. The local files stay as they are, and a file proposed is not sent again
+//! until it changes (a changed file is sent again, and its new proposal supersedes the old one).
+//! When a reviewer approves it, the next pull brings the published version, which is the local
+//! content: it is taken as the new base, not reported as a conflict.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use memsync_core::merge::merge_text;
 use memsync_core::policy;
 use memsync_core::tree::{Clash, PathTree};
-use memsync_core::wire::{FileState, PushChange, PushOp, PushRequest, PushResponse};
+use memsync_core::wire::{
+    FileState, ProposalStatus, Proposed, PushChange, PushOp, PushRequest, PushResponse,
+};
 use memsync_core::{MemoryPath, ProjectId, Sha256};
 use serde::Serialize;
 
 use crate::api::{ApiClient, ApiError, IdempotencyKey, Pulled};
+use crate::config::Repo;
 use crate::fsops::{FsError, TeamDir, Written};
-use crate::state::{ConflictRecord, RefusedRecord, State, StateError, StateStore, Tracked};
+use crate::state::{
+    ConflictRecord, ProposedRecord, RefusedRecord, State, StateError, StateStore, Tracked,
+};
 
 /// Largest file accepted from the server (the server's own limit is lower by default).
 const MAX_INCOMING_BYTES: usize = 4 * 1024 * 1024;
@@ -90,6 +101,45 @@ pub struct Report {
     /// another on disk): the revision was not recorded, so the next pull tries again.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub incomplete: bool,
+    /// Changes this push made into proposals for a reviewer (`review = required`): nothing of
+    /// them is published yet.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub proposed: Vec<ProposedNote>,
+    /// Files proposed by an earlier push and unchanged since: not sent again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub awaiting_review: Vec<ProposedNote>,
+}
+
+/// A change that waits for a reviewer, as `push --json` and `status --json` print it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ProposedNote {
+    pub path: String,
+    pub id: i64,
+    pub op: PushOp,
+    pub status: ProposalStatus,
+    pub reason: Option<String>,
+}
+
+impl ProposedNote {
+    fn of(path: &str, r: &ProposedRecord) -> ProposedNote {
+        ProposedNote {
+            path: path.to_owned(),
+            id: r.id,
+            op: r.op,
+            status: r.status,
+            reason: r.reason.clone(),
+        }
+    }
+
+    fn from_wire(p: &Proposed) -> ProposedNote {
+        ProposedNote {
+            path: p.path.clone(),
+            id: p.id,
+            op: p.op,
+            status: p.status,
+            reason: p.reason.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -117,6 +167,12 @@ pub struct Engine<'a> {
     pub max_file_bytes: usize,
     /// Called with (done, total) while many files move.
     pub progress: &'a dyn Fn(usize, usize),
+    /// The working tree the memories are about: its `HEAD` and branch go into a push's
+    /// provenance, and the paths a memory names that exist in it into `named_paths`.
+    pub repo: Option<&'a Repo>,
+    /// The agent session that wrote the changes (`--session-id`, `MEMSYNC_SESSION_ID`, or the
+    /// `SessionEnd` hook's input).
+    pub session_id: Option<String>,
 }
 
 fn now() -> String {
@@ -139,6 +195,7 @@ impl Engine<'_> {
                 sha256: sha,
                 updated_at: Some(fs.updated_at.clone()),
                 author: Some(fs.author.clone()),
+                named_paths: fs.named_paths.clone(),
             },
         );
         Ok(())
@@ -380,6 +437,14 @@ impl Engine<'_> {
         let p = path.as_str();
         let disk_sha = disk.as_deref().map(Sha256::of);
         let base = state.files.get(p).map(|t| t.sha256);
+        // What a reviewer published of our proposal is ours: the wait is over.
+        if state
+            .proposed
+            .get(p)
+            .is_some_and(|r| r.matches(if fs.deleted { None } else { fs.sha256 }))
+        {
+            state.proposed.remove(p);
+        }
 
         if fs.deleted {
             match disk_sha {
@@ -482,11 +547,21 @@ impl Engine<'_> {
                 .get(p)
                 .is_some_and(|f| f.sha256 == r.local_sha256)
         });
+        // So does a proposal: a file changed since is sent again, and supersedes it.
+        state
+            .proposed
+            .retain(|p, r| r.matches(scan.files.get(p).map(|f| f.sha256)));
+        for (p, r) in &state.proposed {
+            report.awaiting_review.push(ProposedNote::of(p, r));
+        }
         let mut changes: Vec<PushChange> = Vec::new();
         let mut sent: BTreeMap<String, Option<Sha256>> = BTreeMap::new();
         for (path, lf) in &scan.files {
             let base = state.files.get(path).map(|t| t.sha256);
-            if Some(lf.sha256) == base || state.conflicts.contains_key(path) {
+            if Some(lf.sha256) == base
+                || state.conflicts.contains_key(path)
+                || state.proposed.contains_key(path)
+            {
                 continue;
             }
             if let Some(r) = state.refused.get(path) {
@@ -518,18 +593,28 @@ impl Engine<'_> {
             }
             let content = String::from_utf8_lossy(&lf.content).into_owned();
             sent.insert(path.clone(), Some(lf.sha256));
+            let named_paths = match self.repo {
+                Some(repo) if !MemoryPath::parse(path).is_ok_and(|m| m.is_index()) => {
+                    crate::stale::named_paths(&repo.root, &content)
+                }
+                _ => Vec::new(),
+            };
             changes.push(PushChange {
                 path: path.clone(),
                 op: PushOp::Put,
                 base_sha256: base,
                 content: Some(content),
-                named_paths: Vec::new(),
+                named_paths,
             });
         }
         let gone: Vec<(String, Sha256)> = state
             .files
             .iter()
-            .filter(|(p, _)| !scan.files.contains_key(*p) && !state.conflicts.contains_key(*p))
+            .filter(|(p, _)| {
+                !scan.files.contains_key(*p)
+                    && !state.conflicts.contains_key(*p)
+                    && !state.proposed.contains_key(*p)
+            })
             .map(|(p, t)| (p.clone(), t.sha256))
             .collect();
         // The server's own hold (memsync_core::policy): memories deleted against memories live.
@@ -575,6 +660,7 @@ impl Engine<'_> {
             return Ok(report);
         }
         self.save_and_report_open(state, &mut report)?;
+        let provenance = crate::provenance::for_push(self.repo, self.session_id.as_deref());
         let mut attempt = 0;
         while !changes.is_empty() {
             attempt += 1;
@@ -582,7 +668,7 @@ impl Engine<'_> {
                 changes: changes.clone(),
                 allow_mass_delete,
                 allow_purged: false,
-                provenance: None,
+                provenance: Some(provenance.clone()),
             };
             // A new key per batch (a batch without the conflicted or refused files is another
             // request); `push` sends this one again with each of its retries.
@@ -593,7 +679,11 @@ impl Engine<'_> {
                     record_own_revision(state, &resp);
                     report.revision = state.revision;
                     report.pushed_revision = resp.created_revision.then_some(resp.revision);
-                    for c in &changes {
+                    self.record_proposals(state, &mut report, &resp.proposed, &sent);
+                    for c in changes
+                        .iter()
+                        .filter(|c| !state.proposed.contains_key(&c.path))
+                    {
                         match c.op {
                             PushOp::Put => report.pushed.push(c.path.clone()),
                             PushOp::Delete => report.pushed_deletes.push(c.path.clone()),
@@ -714,6 +804,34 @@ impl Engine<'_> {
         true
     }
 
+    /// The changes the server made into proposals: kept in the state (so they are not sent
+    /// again while the files stay as proposed) and reported.
+    fn record_proposals(
+        &self,
+        state: &mut State,
+        report: &mut Report,
+        proposed: &[Proposed],
+        sent: &BTreeMap<String, Option<Sha256>>,
+    ) {
+        for p in proposed {
+            let Some(sha) = sent.get(&p.path) else {
+                continue;
+            };
+            state.proposed.insert(
+                p.path.clone(),
+                ProposedRecord {
+                    id: p.id,
+                    op: p.op,
+                    sha256: *sha,
+                    status: p.status,
+                    reason: p.reason.clone(),
+                    at: now(),
+                },
+            );
+            report.proposed.push(ProposedNote::from_wire(p));
+        }
+    }
+
     fn save_and_report_open(&self, state: &State, report: &mut Report) -> Result<(), SyncError> {
         self.team.flush()?;
         self.store.save(state)?;
@@ -745,6 +863,8 @@ impl Engine<'_> {
                 continue;
             };
             let p = path.as_str();
+            // Published: whatever was proposed of it is settled.
+            state.proposed.remove(p);
             let disk_sha = self.team.sha(&path)?;
             let base = state.files.get(p).map(|t| t.sha256);
             // What the disk held when we pushed (or, for a file we did not send, its base).
@@ -804,6 +924,8 @@ pub struct LocalStatus {
     pub modified: Vec<String>,
     pub added: Vec<String>,
     pub deleted: Vec<String>,
+    /// Local changes a push made into proposals, unchanged since (as the state recorded them).
+    pub proposed: Vec<ProposedNote>,
     pub conflicts: Vec<PathNote>,
     pub refused: Vec<RefusedNote>,
     pub skipped: Vec<PathNote>,
@@ -907,8 +1029,11 @@ fn predict_refusal(
 pub fn local_status(team: &TeamDir, state: &State) -> Result<LocalStatus, FsError> {
     let scan = team.scan()?;
     let mut st = LocalStatus::default();
+    let waiting = |path: &str, disk: Option<Sha256>| {
+        state.proposed.get(path).is_some_and(|r| r.matches(disk))
+    };
     for (path, lf) in &scan.files {
-        if state.conflicts.contains_key(path) {
+        if state.conflicts.contains_key(path) || waiting(path, Some(lf.sha256)) {
             continue;
         }
         match state.files.get(path) {
@@ -922,8 +1047,16 @@ pub fn local_status(team: &TeamDir, state: &State) -> Result<LocalStatus, FsErro
         }
     }
     for path in state.files.keys() {
-        if !scan.files.contains_key(path) && !state.conflicts.contains_key(path) {
+        if !scan.files.contains_key(path)
+            && !state.conflicts.contains_key(path)
+            && !waiting(path, None)
+        {
             st.deleted.push(path.clone());
+        }
+    }
+    for (path, r) in &state.proposed {
+        if waiting(path, scan.files.get(path).map(|f| f.sha256)) {
+            st.proposed.push(ProposedNote::of(path, r));
         }
     }
     for (path, c) in &state.conflicts {
@@ -1027,6 +1160,7 @@ pub fn resolve(
                             sha256: s,
                             updated_at: None,
                             author: None,
+                            named_paths: Vec::new(),
                         });
                     t.sha256 = s;
                 }
@@ -1061,6 +1195,7 @@ pub fn resolve(
                             sha256: s,
                             updated_at: None,
                             author: None,
+                            named_paths: Vec::new(),
                         },
                     );
                 }
