@@ -983,7 +983,7 @@ async fn installed_hooks_run_this_binary_without_memsync_on_path() {
     assert_eq!(start[0], "echo hello");
     assert_eq!(start[1], format!("{} hook session-start", exe.display()));
     let end = command_of(&settings, "SessionEnd");
-    assert_eq!(end, [format!("{} push --quiet", exe.display())]);
+    assert_eq!(end, [format!("{} hook session-end", exe.display())]);
 
     // Run the hooks exactly as written, as Claude Code does, with a PATH that has no memsync.
     let path = "/usr/bin:/bin";
@@ -1075,7 +1075,7 @@ async fn installed_hooks_run_this_binary_without_memsync_on_path() {
     );
     assert_eq!(
         command_of(&settings, "SessionEnd"),
-        [format!("{} push --quiet", copy.display())]
+        [format!("{} hook session-end", copy.display())]
     );
 }
 

@@ -1,7 +1,7 @@
 //! Claude Code: the `SessionStart` hook (`memsync hook session-start`), the `SessionEnd` hook
 //! (`memsync hook session-end`) and `memsync install-hook`.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -80,13 +80,27 @@ pub fn install_hook(g: &Global, cwd: &Path, user: bool) -> Result<u8, Fail> {
     Ok(0)
 }
 
+/// How long a hook waits for its input on stdin. Claude Code writes it at once and closes the
+/// pipe; a terminal, or a pipe nobody closes, must not hold the session.
+const INPUT_WAIT: Duration = Duration::from_secs(1);
+
 /// The hook's JSON on stdin (anything else reads as no input) and the directory it is about:
 /// its `cwd`, else ours.
 fn hook_input() -> (memsync::hook::HookInput, PathBuf) {
-    let mut input = String::new();
-    let _ = std::io::stdin()
-        .take(1024 * 1024)
-        .read_to_string(&mut input);
+    let input = if std::io::stdin().is_terminal() {
+        String::new()
+    } else {
+        let (tx, rx) = std::sync::mpsc::channel();
+        // A reader that never gets its end of file is left behind; the process exits anyway.
+        std::thread::spawn(move || {
+            let mut input = String::new();
+            let _ = std::io::stdin()
+                .take(1024 * 1024)
+                .read_to_string(&mut input);
+            let _ = tx.send(input);
+        });
+        rx.recv_timeout(INPUT_WAIT).unwrap_or_default()
+    };
     let parsed: memsync::hook::HookInput = serde_json::from_str(&input).unwrap_or_default();
     let cwd = parsed
         .cwd
