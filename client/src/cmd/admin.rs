@@ -297,27 +297,29 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
         }
         AdminCmd::Project(p) => {
             let project = project()?;
-            let current = match &p {
-                ProjectCmd::Set {
-                    review: Some(_),
-                    review_after: Some(_),
-                } => None,
-                _ => Some(
-                    rt.block_on(api.project_settings(&project))
-                        .map_err(&refused)?,
-                ),
+            let get = || {
+                rt.block_on(api.project_settings(&project))
+                    .map_err(&refused)
             };
             let shown = match p {
-                ProjectCmd::Show => current.ok_or_else(|| Fail::env("no settings"))?,
+                ProjectCmd::Show => get()?,
+                ProjectCmd::Set {
+                    review: None,
+                    review_after: None,
+                } => {
+                    return Err(Fail::env(
+                        "say what to set: --review required|off and/or --review-after DAYS|off",
+                    ));
+                }
                 ProjectCmd::Set {
                     review,
                     review_after,
                 } => {
-                    if review.is_none() && review_after.is_none() {
-                        return Err(Fail::env(
-                            "say what to set: --review required|off and/or --review-after DAYS|off",
-                        ));
-                    }
+                    // An option left out keeps the value the project has.
+                    let current = match (review, review_after) {
+                        (Some(_), Some(_)) => None,
+                        _ => Some(get()?),
+                    };
                     let new = ProjectSettings {
                         review: match review {
                             Some(ReviewArg::Required) => ReviewMode::Required,
@@ -331,7 +333,7 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
                         },
                     };
                     rt.block_on(api.set_project_settings(&project, &new))
-                        .map_err(refused)?
+                        .map_err(&refused)?
                 }
             };
             if g.json {
