@@ -370,6 +370,10 @@ async fn disable_enable_and_rollback_reach_everyone_and_the_export_shows_only_wh
         &["admin", "disable", "lint.md", "--reason", "outdated"],
     );
     assert!(r.stdout.contains("disable"), "{}", r.stdout);
+    // Twice is a problem found, with the server's reason.
+    let r = ann.run(&["admin", "disable", "lint.md"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("already disabled"), "{}", r.stderr);
     ok(&bob, &["pull"]);
     assert_eq!(bob.read("lint.md"), None);
     assert!(!bob.read("MEMORY.md").unwrap().contains("lint.md"));

@@ -285,7 +285,7 @@ pub fn run(g: &Global, cwd: &Path, cmd: AdminCmd) -> Result<u8, Fail> {
             let project = project()?;
             let done = rt
                 .block_on(api.admin_rollback(&project, &req, &key))
-                .map_err(refused)?;
+                .map_err(|e| state_conflict(e, &refused))?;
             let resp = answer(g, "the rollback", done);
             return released(
                 g,
@@ -457,9 +457,24 @@ fn release(
     let key = IdempotencyKey::new();
     let done = rt
         .block_on(api.admin_release(project, action, &req, &key))
-        .map_err(refused)?;
+        .map_err(|e| state_conflict(e, refused))?;
     let resp = answer(g, &format!("the {action}"), done);
     released(g, project, path.as_str(), action, &resp)
+}
+
+/// A disable, enable or rollback the memory's state does not allow (already disabled, deleted,
+/// not disabled: a 409) is a problem found (exit 1), with the server's reason; anything else is
+/// the usual refusal.
+fn state_conflict(e: ApiError, refused: &dyn Fn(ApiError) -> Fail) -> Fail {
+    match e {
+        ApiError::Conflict { message, .. }
+        | ApiError::Server {
+            status: 409,
+            message,
+            ..
+        } => Fail::problem(message),
+        e => refused(e),
+    }
 }
 
 /// Prints what a disable, enable or rollback did.
