@@ -1221,6 +1221,57 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_file_waiting_for_review_is_neither_ahead_nor_forgotten() {
+        let tmp = tempfile::tempdir().unwrap();
+        let team = TeamDir::open(tmp.path()).unwrap();
+        let write = |p: &str, text: &str| std::fs::write(tmp.path().join(p), text).unwrap();
+        write("new.md", "proposed\n");
+        write("edited.md", "proposed edit\n");
+        write("changed.md", "edited again after proposing\n");
+        let record = |op, text: Option<&str>| ProposedRecord {
+            id: 7,
+            op,
+            sha256: text.map(|t| Sha256::of(t.as_bytes())),
+            status: ProposalStatus::Pending,
+            reason: None,
+            at: String::new(),
+        };
+        let tracked = |text: &str| Tracked {
+            sha256: Sha256::of(text.as_bytes()),
+            updated_at: None,
+            author: None,
+            named_paths: Vec::new(),
+        };
+        let mut state = State::default();
+        state.files.insert("edited.md".into(), tracked("base\n"));
+        state.files.insert("changed.md".into(), tracked("base\n"));
+        state.files.insert("gone.md".into(), tracked("base\n"));
+        state
+            .proposed
+            .insert("new.md".into(), record(PushOp::Put, Some("proposed\n")));
+        state.proposed.insert(
+            "edited.md".into(),
+            record(PushOp::Put, Some("proposed edit\n")),
+        );
+        state
+            .proposed
+            .insert("changed.md".into(), record(PushOp::Put, Some("proposed\n")));
+        state
+            .proposed
+            .insert("gone.md".into(), record(PushOp::Delete, None));
+        let st = local_status(&team, &state).unwrap();
+        // Only the file changed since its proposal is ahead again (the next push sends it).
+        assert_eq!(st.modified, ["changed.md"]);
+        assert!(st.added.is_empty() && st.deleted.is_empty(), "{st:?}");
+        let waiting: Vec<&str> = st.proposed.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(waiting, ["edited.md", "gone.md", "new.md"]);
+        // A proposed delete stops matching once the file is back.
+        assert!(record(PushOp::Delete, None).matches(None));
+        assert!(!record(PushOp::Delete, None).matches(Some(Sha256::of(b"x"))));
+        assert!(!record(PushOp::Put, Some("a")).matches(None));
+    }
+
+    #[test]
     fn only_a_push_right_after_the_last_revision_is_recorded() {
         let resp = |revision, created_revision| PushResponse {
             project: "acme/api".into(),

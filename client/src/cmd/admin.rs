@@ -389,7 +389,11 @@ fn history_lines(h: &serde_json::Value) -> String {
             format!("{} bytes", v["size"].as_i64().unwrap_or(0))
         };
         let mut tags: Vec<String> = Vec::new();
-        if let Some(kind) = v["kind"].as_str().filter(|k| *k != "push") {
+        // An ordinary push, or a disable that `disabled` already says, needs no tag.
+        if let Some(kind) = v["kind"]
+            .as_str()
+            .filter(|k| *k != "push" && !(*k == "disable" && what == "disabled"))
+        {
             tags.push(kind.to_owned());
         }
         if v["merged"] == true {
@@ -681,6 +685,49 @@ fn tokens(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn review_after_takes_days_or_off() {
+        assert_eq!(parse_review_after("90"), Ok(ReviewAfter::Days(90)));
+        assert_eq!(parse_review_after("30d"), Ok(ReviewAfter::Days(30)));
+        assert_eq!(parse_review_after("OFF"), Ok(ReviewAfter::Off));
+        for bad in ["0", "-1", "soon", "", "1.5"] {
+            assert!(parse_review_after(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn history_lines_show_kind_note_and_provenance() {
+        let h = json!({
+            "project": "acme/api", "path": "x.md",
+            "versions": [
+                { "revision": 9, "created_at": "2026-12-01T10:00:00Z", "author": "ann",
+                  "deleted": true, "disabled": true, "purged": false, "merged": false, "size": 0,
+                  "kind": "disable", "note": "outdated" },
+                { "revision": 8, "created_at": "2026-11-30T10:00:00Z", "author": "bob",
+                  "deleted": false, "purged": false, "merged": false, "size": 120,
+                  "kind": "approve",
+                  "provenance": { "author": "bob", "author_sub": "bob", "session_id": "s-1",
+                    "head": "abc1234", "branch": "main", "client_version": "memsync/0.1.0",
+                    "pushed_at": "2026-11-30T09:00:00Z", "approved_by": "ann", "proposal_id": 4 } },
+                { "revision": 1, "created_at": "2026-11-01T10:00:00Z", "author": "bob",
+                  "deleted": false, "purged": false, "merged": false, "size": 100 },
+            ],
+        });
+        let text = history_lines(&h);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "x.md in acme/api",
+                "revision 9  2026-12-01T10:00:00Z  ann  disabled",
+                "    note: outdated",
+                "revision 8  2026-11-30T10:00:00Z  bob  120 bytes (approve)",
+                "    provenance: session s-1, head abc1234, branch main, client memsync/0.1.0, approved by ann, proposal #4",
+                "revision 1  2026-11-01T10:00:00Z  bob  100 bytes",
+            ]
+        );
+    }
 
     #[test]
     fn team_specs_and_ttls() {

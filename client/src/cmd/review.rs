@@ -289,3 +289,86 @@ fn print_conflict(
     eprintln!("memsync: {advice}");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memsync_core::wire::{FeedbackFinding, Lifecycle, Provenance, VersionProvenance};
+
+    fn detail() -> ProposalDetail {
+        ProposalDetail {
+            summary: ProposalSummary {
+                id: 12,
+                project: "acme/api".into(),
+                path: "2026-11-30-testing.md".into(),
+                op: PushOp::Put,
+                author: "bob".into(),
+                created_at: "2026-12-01T10:00:00Z".into(),
+                status: ProposalStatus::Pending,
+                sha256: None,
+                reason: None,
+                lifecycle: Lifecycle::Dated,
+            },
+            content: Some("x".into()),
+            base_sha256: None,
+            published_sha256: None,
+            diff: "--- a\n+++ b\n+Mock the database.\n".into(),
+            stale: true,
+            provenance: VersionProvenance {
+                author: "bob".into(),
+                author_sub: "bob".into(),
+                token_id: Some("jti-1".into()),
+                client: Provenance {
+                    client_version: Some("memsync/0.1.0".into()),
+                    session_id: Some("s-1".into()),
+                    head: Some("abc1234".into()),
+                    branch: None,
+                },
+                pushed_at: "2026-12-01T10:00:00Z".into(),
+                approved_by: None,
+                proposal_id: None,
+            },
+            feedback: vec![FeedbackFinding {
+                team: "testing.md".into(),
+                kind: "contradiction".into(),
+                reason: "opposite rules on mocks".into(),
+            }],
+            reviewed_by: None,
+            reviewed_at: None,
+            note: None,
+            published_revision: None,
+        }
+    }
+
+    #[test]
+    fn show_gives_header_provenance_conflict_stale_note_and_diff() {
+        let text = describe(&detail());
+        for want in [
+            "proposal #12 in acme/api: put 2026-11-30-testing.md",
+            "status:     pending",
+            "author:     bob",
+            "lifecycle:  dated note",
+            "provenance: session s-1, head abc1234, branch unknown, client memsync/0.1.0, token jti-1",
+            "CONFLICT with the team's testing.md: opposite rules on mocks",
+            "memsync review approve 12 --supersedes testing.md",
+            "memsync review reject 12 --reason TEXT",
+            "stale: what is published changed",
+        ] {
+            assert!(text.contains(want), "no {want:?} in\n{text}");
+        }
+        assert!(text.ends_with("+Mock the database.\n"), "{text}");
+    }
+
+    #[test]
+    fn list_lines_name_the_item() {
+        let mut s = detail().summary;
+        s.status = ProposalStatus::Rejected;
+        s.reason = Some("not a rule".into());
+        let line = summary_line(&s);
+        assert!(
+            line.starts_with("#12    rejected  put     2026-11-30-testing.md  acme/api  by bob"),
+            "{line}"
+        );
+        assert!(line.ends_with("(dated note)  — not a rule"), "{line}");
+    }
+}
