@@ -373,9 +373,10 @@ pub fn read_scan_rules(
         let why = e.message().trim_end_matches('.');
         match e.span() {
             Some(span) => {
-                let before = &text[..span.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let rule = match before.matches("[[rule]]").count() {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                // The span of a rule's error covers its `[[rule]]` header or a line after it.
+                let upto = &text[..span.end.min(text.len())];
+                let rule = match upto.matches("[[rule]]").count() {
                     0 => String::new(),
                     n => format!(" (scan rule #{n})"),
                 };

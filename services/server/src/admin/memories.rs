@@ -232,7 +232,7 @@ pub(super) fn memory_path(path: &str, what: &str) -> ApiResult<MemoryPath> {
         return Err(ApiError::bad_request(
             "invalid_path",
             format!(
-                "an admin {what} cannot target {path}: it is the index of its directory, which the server derives from the memories there and keeps in step with them; {what} the memories instead (each one's entry leaves the index with it)"
+                "an admin {what} cannot target {path}: it is the index of its directory, which the server derives from the memories there and keeps in step with them; {what} the memories instead (each one's entry in the index follows it in the same revision)"
             ),
         ));
     }

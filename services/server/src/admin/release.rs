@@ -26,6 +26,7 @@ pub async fn disable(
     act: &AdminAct<'_>,
     path: &str,
 ) -> ApiResult<PushResponse> {
+    let reason = reason(act)?;
     let path = memory_path(path, "disable")?;
     let state = state_of(pool, act.project, &path).await?;
     let sha = match &state {
@@ -64,7 +65,7 @@ pub async fn disable(
         "memory_disabled",
         &path,
         Some(resp.revision),
-        json!({ "reason": reason(act) }),
+        json!({ "reason": reason }),
     )
     .await?;
     act.remember(&mut tx, &resp).await?;
@@ -80,6 +81,7 @@ pub async fn enable(
     act: &AdminAct<'_>,
     path: &str,
 ) -> ApiResult<PushResponse> {
+    let reason = reason(act)?;
     let path = memory_path(path, "enable")?;
     let project = act.project;
     let state = state_of(pool, project, &path).await?;
@@ -112,15 +114,27 @@ pub async fn enable(
             ))
         })?;
     let content = content_of(&path, &hidden, "enable")?;
-    let change = PushChange {
+    let mut req = batch(PushChange {
         path: path.to_string(),
         op: PushOp::Put,
         base_sha256: None,
         content: Some(content),
         named_paths: hidden.named_paths.clone(),
-    };
+    });
+    // The indexes as they were before the disable, merged per entry over what it made of them
+    // (edits made since are kept): the entry comes back where it was, not at the end.
+    for index in history::index_changes(pool, project, state.revision).await? {
+        let Some(before) = index.before else { continue };
+        req.changes.push(PushChange {
+            path: index.path,
+            op: PushOp::Put,
+            base_sha256: index.written_sha256.and_then(|s| s.parse().ok()),
+            content: Some(before),
+            named_paths: Vec::new(),
+        });
+    }
     let mut tx = pool.begin().await?;
-    let resp = sync::push_in(&mut tx, pool, limits, &act.meta("enable"), &batch(change))
+    let resp = sync::push_in(&mut tx, pool, limits, &act.meta("enable"), &req)
         .await
         .map_err(|e| guards_refused(e, &path, hidden.revision, "enabled"))?;
     act.audit(
@@ -128,7 +142,7 @@ pub async fn enable(
         "memory_enabled",
         &path,
         Some(resp.revision),
-        json!({ "reason": reason(act), "from_revision": hidden.revision }),
+        json!({ "reason": reason, "from_revision": hidden.revision }),
     )
     .await?;
     act.remember(&mut tx, &resp).await?;
@@ -145,6 +159,7 @@ pub async fn rollback(
     path: &str,
     revision: i64,
 ) -> ApiResult<PushResponse> {
+    let reason = reason(act)?;
     let path = memory_path(path, "rollback")?;
     let project = act.project;
     let target = history::content_at(pool, project, path.as_str(), revision)
@@ -176,7 +191,7 @@ pub async fn rollback(
         content: Some(content),
         named_paths: target.named_paths.clone(),
     };
-    let note = match reason(act) {
+    let note = match reason {
         Some(r) => format!("to revision {revision}: {r}"),
         None => format!("to revision {revision}"),
     };
@@ -194,7 +209,7 @@ pub async fn rollback(
             "memory_rolled_back",
             &path,
             Some(resp.revision),
-            json!({ "reason": reason(act), "to_revision": revision }),
+            json!({ "reason": reason, "to_revision": revision }),
         )
         .await?;
     }
@@ -203,9 +218,16 @@ pub async fn rollback(
     Ok(resp)
 }
 
-/// The reason given, if any (it is optional for these actions).
-fn reason<'a>(act: &AdminAct<'a>) -> Option<&'a str> {
-    Some(act.reason.trim()).filter(|r| !r.is_empty())
+/// The reason given, if any: optional for these actions, at most 1,000 bytes.
+fn reason<'a>(act: &AdminAct<'a>) -> ApiResult<Option<&'a str>> {
+    let r = act.reason.trim();
+    if r.len() > 1000 {
+        return Err(ApiError::bad_request(
+            "invalid_reason",
+            "a reason is at most 1,000 bytes; it goes into the audit log and the git export's commit message",
+        ));
+    }
+    Ok(Some(r).filter(|r| !r.is_empty()))
 }
 
 fn batch(change: PushChange) -> PushRequest {

@@ -173,6 +173,39 @@ pub async fn content_before<'e>(
     .await
 }
 
+/// An index (`MEMORY.md`) a revision rewrote: the hash of what it wrote (None for a deletion)
+/// and the content it had before (None when it did not exist).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct IndexChange {
+    pub path: String,
+    pub written_sha256: Option<String>,
+    pub before: Option<String>,
+}
+
+/// Every index that `revision` wrote, with its content before.
+pub async fn index_changes<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    revision: i64,
+) -> sqlx::Result<Vec<IndexChange>> {
+    sqlx::query_as(
+        "SELECT v.path, v.sha256 AS written_sha256,
+                (SELECT b.content FROM memory_versions b
+                 WHERE b.team = v.team AND b.project = v.project AND b.path = v.path
+                   AND b.revision < v.revision
+                 ORDER BY b.revision DESC LIMIT 1) AS before
+         FROM memory_versions v
+         WHERE v.team = $1 AND v.project = $2 AND v.revision = $3
+           AND (v.path = 'MEMORY.md' OR v.path LIKE '%/MEMORY.md')
+         ORDER BY v.path",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(revision)
+    .fetch_all(db)
+    .await
+}
+
 /// What the git export says about a revision besides its changes.
 #[derive(Debug, Clone, Default, sqlx::FromRow)]
 pub struct RevisionNote {
