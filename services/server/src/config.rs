@@ -389,3 +389,52 @@ pub fn read_scan_rules(
     })?;
     Ok(file.rules)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Vec<memsync_core::scan::ExtraRule>, String> {
+        let path = std::env::temp_dir().join(format!(
+            "memsync-scan-rules-{}-{}.toml",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        std::fs::write(&path, text).expect("write");
+        let r = read_scan_rules(&path);
+        let _ = std::fs::remove_file(&path);
+        r
+    }
+
+    #[test]
+    fn a_rules_file_is_rule_tables_and_its_errors_name_the_rule() {
+        let one = "[[rule]]\nid = \"acme-token\"\ncategory = \"secret\"\npattern = 'ACME-[0-9]{8}'\ndescription = \"ACME token\"\n";
+        let rules = read(one).expect("valid");
+        assert_eq!(
+            (rules.len(), rules[0].id.as_str(), rules[0].pattern.as_str()),
+            (1, "acme-token", "ACME-[0-9]{8}")
+        );
+        assert!(read("").expect("no rules").is_empty());
+        let cases = [
+            (
+                format!(
+                    "{one}\n[[rule]]\nid = \"b\"\ncategory = \"secret\"\ndescription = \"b\"\n"
+                ),
+                "line 7 (scan rule #2): missing field `pattern`",
+            ),
+            (
+                format!("{one}colour = \"red\"\n"),
+                "(scan rule #1): unknown field `colour`",
+            ),
+            ("[rules]\n".to_owned(), "line 1: unknown field `rules`"),
+            ("[[rule]\n".to_owned(), "not a valid rules file: line 1"),
+        ];
+        for (text, want) in cases {
+            let e = read(&text).expect_err(want);
+            assert!(e.contains(want), "{e}");
+        }
+        let missing = std::env::temp_dir().join("memsync-no-such-rules-file.toml");
+        let e = read_scan_rules(&missing).expect_err("missing");
+        assert!(e.starts_with("cannot read it: "), "{e}");
+    }
+}

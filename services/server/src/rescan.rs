@@ -376,3 +376,31 @@ fn system_principal() -> Principal {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_line_counts_in_words() {
+        let s = |rescanned, projects, disabled, archived| {
+            Summary {
+                rule_set: "0123456789abcdef".into(),
+                rescanned,
+                projects,
+                disabled,
+                archived,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            s(0, 0, 0, 0),
+            "rescanned 0 memories in 0 projects; disabled 0"
+        );
+        assert_eq!(s(1, 1, 1, 0), "rescanned 1 memory in 1 project; disabled 1");
+        assert_eq!(
+            s(214, 9, 1, 2),
+            "rescanned 214 memories in 9 projects; disabled 1; 2 with findings left published in archived projects"
+        );
+    }
+}
