@@ -318,6 +318,11 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
             None if offline => println!("  (not asked the server: --offline)"),
             None => {}
         }
+        if review == Some(memsync_core::wire::ReviewMode::Required) {
+            println!(
+                "  review required: a push by a member who is not a reviewer waits for a reviewer's approval"
+            );
+        }
         for p in &local.modified {
             println!("  modified {p}");
         }
