@@ -501,6 +501,10 @@ impl Engine<'_> {
         };
         let local_text = disk.as_deref().and_then(|d| std::str::from_utf8(d).ok());
         let merged = match (base_text.as_deref().map(std::str::from_utf8), local_text) {
+            // An index merges entry by entry, with the server's own rule: it never conflicts.
+            (Some(Ok(b)), Some(l)) if !state.conflicts.contains_key(p) && path.is_index() => {
+                Some(merge_index(b, l, content))
+            }
             (Some(Ok(b)), Some(l)) if !state.conflicts.contains_key(p) => {
                 merge_text(b, l, content).ok()
             }
@@ -680,10 +684,23 @@ impl Engine<'_> {
                     report.revision = state.revision;
                     report.pushed_revision = resp.created_revision.then_some(resp.revision);
                     self.record_proposals(state, &mut report, &resp.proposed, &sent);
+                    let taken: BTreeSet<&str> =
+                        resp.changes.iter().map(|c| c.path.as_str()).collect();
+                    let nothing_published = !resp.created_revision || !resp.proposed.is_empty();
                     for c in changes
                         .iter()
                         .filter(|c| !state.proposed.contains_key(&c.path))
                     {
+                        let index = MemoryPath::parse(&c.path).is_ok_and(|m| m.is_index());
+                        if index && nothing_published && !taken.contains(c.path.as_str()) {
+                            // Under review the server ignores pushed indexes (it derives them
+                            // from what is published); the local one stays as it is.
+                            report.kept.push(PathNote {
+                                path: c.path.clone(),
+                                reason: "not published: the server keeps each MEMORY.md to the memories it publishes (a memory waiting for review gets its entry when it is approved)".into(),
+                            });
+                            continue;
+                        }
                         match c.op {
                             PushOp::Put => report.pushed.push(c.path.clone()),
                             PushOp::Delete => report.pushed_deletes.push(c.path.clone()),
@@ -904,6 +921,20 @@ impl Engine<'_> {
         }
         Ok(())
     }
+}
+
+/// A `MEMORY.md` edited here and on the server, merged as the server merges a pushed one
+/// (`memsync_core::index::merge`, the local file as "ours"): entries added on either side land,
+/// the layout follows the server's. A local entry for a memory still waiting for review (the
+/// server keeps the index to what is published) stays, and so does the file it links to.
+fn merge_index(base: &str, local: &str, server: &str) -> String {
+    use memsync_core::index::{Index, merge};
+    merge(
+        &Index::parse(base),
+        &Index::parse(local),
+        &Index::parse(server),
+    )
+    .render()
 }
 
 /// After an accepted push: when the push's revision directly follows the one the team dir
@@ -1219,6 +1250,18 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_index_edited_on_both_sides_merges_by_entry() {
+        let base = "- [A](a.md) — a\n";
+        let local = "- [A](a.md) — a\n- [CI](ci.md) — how CI runs\n- [Mine](mine.md) — waits\n";
+        let server = "- [A](a.md) — a\n- [ci](ci.md) — about ci\n- [B](b.md) — b\n";
+        let m = merge_index(base, local, server);
+        assert_eq!(m.matches("(ci.md)").count(), 1, "{m}");
+        assert!(m.contains("(b.md)") && m.contains("(mine.md)"), "{m}");
+        // Nothing of ours beyond the server's: the server's file, exactly.
+        assert_eq!(merge_index(base, base, server), server);
+    }
 
     #[test]
     fn a_file_waiting_for_review_is_neither_ahead_nor_forgotten() {

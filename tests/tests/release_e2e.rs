@@ -312,6 +312,36 @@ async fn under_review_a_members_changes_wait_for_a_reviewer() {
     assert_eq!(carl.read("release.md"), Some(own));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_entry_written_with_a_proposal_settles_without_a_conflict() {
+    let (server, _db) = Server::start().await;
+    let ann = User::new(&server, "ann", &["acme:admin"], ORIGIN);
+    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
+    ann.write("start.md", &mem("start", "Where the team starts.\n"));
+    ok(&ann, &["push"]);
+    ok(&ann, &["admin", "project", "set", "--review", "required"]);
+    ok(&bob, &["pull"]);
+    // As an agent does: the memory, and a line for it in the team index.
+    let ci = mem("ci", "CI runs on every push to a branch.\n");
+    bob.write("ci.md", &ci);
+    let index = bob.read("MEMORY.md").unwrap();
+    bob.write(
+        "MEMORY.md",
+        &format!("{index}- [CI](ci.md) — when CI runs\n"),
+    );
+    let r = ok(&bob, &["push", "--json"]).json();
+    let (id, _) = proposed_one(&r, "ci.md");
+    assert_eq!(r["push"]["pushed"], json!([]), "{r}");
+    assert_eq!(r["push"]["kept"][0]["path"], "MEMORY.md", "{r}");
+    ok(&ann, &["review", "approve", &id.to_string()]);
+    let r = ok(&bob, &["pull", "--json"]).json();
+    assert_eq!(r["pull"]["conflicts"], json!([]), "{r}");
+    assert_eq!(bob.read("ci.md"), Some(ci));
+    let index = bob.read("MEMORY.md").unwrap();
+    assert_eq!(index.matches("(ci.md)").count(), 1, "{index}");
+    assert!(index.contains("(start.md)"), "{index}");
+}
+
 /// Every blob of every commit of a clone of the project's export, concatenated.
 fn exported_text(server: &Server, token: &str, into: &Path) -> (String, Vec<Vec<String>>) {
     let host = server.url.strip_prefix("http://").expect("http");
