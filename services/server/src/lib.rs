@@ -2,8 +2,8 @@
 //! in here, and tests can call domain functions in-process.
 //!
 //! Reading order: `http` (routes, extractors, middleware) calls the domains `sync` (pull and
-//! push), `admin` (audit, memories, projects, tokens, allowlist) and `export` (the git export
-//! and its mirror); they decide with `memsync_core::policy` and keep their data through `store`
+//! push), `review` (release policy, reviewers, the review queue), `admin` (audit, memories,
+//! projects, tokens, allowlist) and `export` (the git export and its mirror); they decide with `memsync_core::policy` and keep their data through `store`
 //! (all of the SQL), on the pool that `db` opens and supervises. `state` is what every handler
 //! shares; `auth` turns a request's credentials into a `Principal`.
 
@@ -16,6 +16,7 @@ pub mod export;
 pub mod http;
 pub mod idempotent;
 pub mod remote;
+pub mod review;
 pub mod state;
 pub mod store;
 pub mod sync;
