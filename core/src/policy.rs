@@ -50,9 +50,9 @@ pub const MAX_NAMED_PATHS: usize = 64;
 
 /// `named_paths` are relative `/`-separated repository paths: no empty, `.` or `..` segment, no
 /// control characters, at most 255 bytes each and `MAX_NAMED_PATHS` in all; only on a put.
-fn check_named_paths(change: &PushChange) -> Result<(), Failure> {
+fn check_named_paths(change: &PushChange) -> Option<Failure> {
     let bad = |why: String| {
-        Err(failure(
+        Some(failure(
             &change.path,
             "named_paths_invalid",
             format!(
@@ -62,7 +62,7 @@ fn check_named_paths(change: &PushChange) -> Result<(), Failure> {
         ))
     };
     if change.named_paths.is_empty() {
-        return Ok(());
+        return None;
     }
     if change.op == PushOp::Delete {
         return bad("is only taken with a put".into());
@@ -87,7 +87,7 @@ fn check_named_paths(change: &PushChange) -> Result<(), Failure> {
             ));
         }
     }
-    Ok(())
+    None
 }
 
 /// A push's `provenance`: each field at most 200 characters without control characters; `head`
@@ -177,7 +177,9 @@ pub fn check_batch(req: &PushRequest, limits: Limits) -> Result<Vec<CheckedChang
 fn check_change(change: &PushChange, limits: Limits) -> Result<CheckedChange, Vec<Failure>> {
     let path = MemoryPath::parse(&change.path)
         .map_err(|e| vec![failure(&change.path, e.rule(), e.to_string(), None)])?;
-    check_named_paths(change).map_err(|f| vec![f])?;
+    if let Some(f) = check_named_paths(change) {
+        return Err(vec![f]);
+    }
     match (change.op, &change.content) {
         (PushOp::Delete, Some(_)) => Err(vec![failure(
             &change.path,

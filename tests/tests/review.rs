@@ -755,3 +755,90 @@ async fn the_queue_refuses_bad_queries_and_hides_other_teams() {
     assert_eq!(list(&t.ann, "limit=1&status=all").await.len(), 1);
     assert_eq!(list(&t.bob, "mine=true").await.len(), 1);
 }
+
+#[tokio::test]
+async fn proposals_are_held_and_refused_like_pushes_and_decisions_replay() {
+    let (server, db) = Server::start().await;
+    let t = team(&server);
+    let files: Vec<Value> = (0..60)
+        .map(|i| put(&format!("n{i}.md"), &note(&format!("n{i}"), "N.\n"), None))
+        .collect();
+    let r = t.ann.push(P, &batch(files)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let shas: Vec<(String, String)> = r.body["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["path"] != "MEMORY.md")
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap().to_owned(),
+                c["sha256"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(set_review(&t.ann, "required", None).await.status, 200);
+
+    // Deleting every memory is held, as a push would be.
+    let wipe: Vec<Value> = shas.iter().map(|(p, s)| delete(p, Some(s))).collect();
+    let r = t.bob.push(P, &batch(wipe)).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (422, "validation_failed"),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        r.body["error"]["details"]["failures"][0]["rule"],
+        "mass_delete"
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM proposals").await, 0);
+
+    // A decision with an Idempotency-Key is made once; its retry gets the same answer.
+    let r = t
+        .bob
+        .push(P, &batch(vec![delete(&shas[0].0, Some(&shas[0].1))]))
+        .await;
+    let (id, _) = proposed(&r, &shas[0].0);
+    let send = || {
+        t.ann.send(
+            t.ann
+                .http
+                .post(format!("{}/v1/proposals/{id}/reject", t.ann.base))
+                .bearer_auth(&t.ann.token)
+                .header("idempotency-key", "k-reject")
+                .json(&json!({ "reason": "keep it" })),
+        )
+    };
+    let first = send().await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let retry = send().await;
+    assert_eq!(retry.status, 200, "{}", retry.text);
+    assert_eq!(retry.headers["idempotent-replayed"], "true");
+    assert_eq!(retry.body, first.body);
+    assert_eq!(audited(&db, "proposal_rejected").await, 1);
+
+    // An archived project takes no proposals either.
+    let r = t
+        .ann
+        .post(
+            &format!("/v1/admin/projects/{P}/archive"),
+            &json!({ "archived": true }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = t
+        .bob
+        .push(
+            P,
+            &batch(vec![put("late.md", &note("late", "Late.\n"), None)]),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (422, "project_archived"),
+        "{}",
+        r.text
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM proposals").await, 1);
+}

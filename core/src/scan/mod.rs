@@ -18,8 +18,13 @@
 //!
 //! A finding never contains the secret: the preview shows at most its first four characters
 //! (fewer when it is short) and the fingerprint is a SHA-256 of rule and value.
+//!
+//! A server can add rules of its own ([`ExtraRule`], installed once at start-up with
+//! [`install_extra_rules`]); [`rule_set_id`] names the rule set in force, so that what an older
+//! rule set checked can be rescanned.
 
 mod engine;
+mod extra;
 mod generic;
 mod heuristics;
 mod injection;
@@ -36,6 +41,10 @@ use std::sync::OnceLock;
 use sha2::Digest;
 
 use engine::Engine;
+pub use extra::{
+    ExtraRule, MAX_COMPILED_BYTES, MAX_DESCRIPTION_CHARS, MAX_EXTRA_RULES, MAX_ID_CHARS,
+    MAX_PATTERN_BYTES,
+};
 use heuristics::redact;
 
 /// What kind of problem a finding is.
@@ -75,6 +84,8 @@ pub struct RuleInfo {
 /// The compiled scanner: build once (see [`scanner`]), share freely (`Send + Sync`).
 pub struct Scanner {
     engine: Engine,
+    extra: Vec<extra::Compiled>,
+    rule_set: String,
 }
 
 impl Default for Scanner {
@@ -142,18 +153,49 @@ impl Hit {
 }
 
 impl Scanner {
-    /// Compiles every rule (about 15 ms); use [`scanner`] for the shared instance.
+    /// Compiles every built-in rule (about 15 ms); use [`scanner`] for the shared instance.
     pub fn new() -> Scanner {
         Scanner {
             engine: Engine::new(),
+            extra: Vec::new(),
+            rule_set: rule_set_of(&[]),
+        }
+    }
+
+    /// The built-in rules and `extra`, after checking every extra rule; the error names the
+    /// first bad rule and what is wrong with it.
+    pub fn with_extra_rules(extra: &[ExtraRule]) -> Result<Scanner, String> {
+        let compiled = extra::compile(extra)?;
+        Ok(Scanner {
+            engine: Engine::new(),
+            rule_set: rule_set_of(&compiled),
+            extra: compiled,
+        })
+    }
+
+    /// The identity of this scanner's rule set: 16 hex digits that change with any change to
+    /// the rules (see [`rule_set_id`]).
+    pub fn rule_set_id(&self) -> &str {
+        &self.rule_set
+    }
+
+    /// The ids of the extra rules, in configuration order.
+    pub fn extra_rule_ids(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.extra.iter().map(|r| r.id)
+    }
+
+    /// Runs every detector and every extra rule over `regions` of `text`.
+    fn detect(&self, text: &str, regions: &[std::ops::Range<usize>], hits: &mut Vec<Hit>) {
+        self.engine.scan(text, regions, hits);
+        for rule in &self.extra {
+            rule.scan(text, regions, hits);
         }
     }
 
     /// Every finding in `text`, sorted by (line, column, rule), without duplicates.
     pub fn scan(&self, text: &str) -> Vec<Finding> {
         let mut hits = Vec::new();
-        self.engine
-            .scan(text, std::slice::from_ref(&(0..text.len())), &mut hits);
+        self.detect(text, std::slice::from_ref(&(0..text.len())), &mut hits);
         if let Some(report) = unicode::analyze(text) {
             for run in &report.hidden {
                 let rule = match run.kind {
@@ -170,7 +212,7 @@ impl Scanner {
             }
             if let Some(norm) = unicode::normalize(text, &report.changed_lines, 4) {
                 let mut found = Vec::new();
-                self.engine.scan(&norm.text, &norm.dirty, &mut found);
+                self.detect(&norm.text, &norm.dirty, &mut found);
                 for mut h in found {
                     let (s, e) = norm.original_span(h.start, h.end);
                     h.start = s;
@@ -183,16 +225,75 @@ impl Scanner {
         resolve(text, hits)
     }
 
-    /// Every rule id this scanner can emit.
+    /// Every built-in rule id this scanner can emit (see [`Scanner::extra_rule_ids`] for the
+    /// others).
     pub fn rules(&self) -> &'static [RuleInfo] {
         rules::RULES
     }
 }
 
-/// The process-wide scanner, built on first use.
+static SCANNER: OnceLock<Scanner> = OnceLock::new();
+
+/// The process-wide scanner, built on first use: the built-in rules, plus the extra rules
+/// installed before that use (see [`install_extra_rules`]).
 pub fn scanner() -> &'static Scanner {
-    static SCANNER: OnceLock<Scanner> = OnceLock::new();
     SCANNER.get_or_init(Scanner::new)
+}
+
+/// Makes the process-wide scanner the built-in rules plus `rules`. Once per process, before the
+/// first scan: a scanner already in use is never changed under its callers. The error names the
+/// first bad rule and what is wrong with it.
+pub fn install_extra_rules(rules: &[ExtraRule]) -> Result<(), String> {
+    let scanner = Scanner::with_extra_rules(rules)?;
+    SCANNER.set(scanner).map_err(|_| {
+        "the scanner is already in use: extra scan rules are installed once, at start-up, before anything is scanned".to_owned()
+    })
+}
+
+/// The identity of the process-wide scanner's rule set (see [`Scanner::rule_set_id`]).
+pub fn rule_set_id() -> &'static str {
+    scanner().rule_set_id()
+}
+
+/// The source of the built-in detectors: the rule ids and categories, their patterns, anchors,
+/// limits and filters all live here, so any change to them changes the rule set's identity.
+const DETECTOR_SOURCES: &[&str] = &[
+    include_str!("mod.rs"),
+    include_str!("engine.rs"),
+    include_str!("extra.rs"),
+    include_str!("generic.rs"),
+    include_str!("heuristics.rs"),
+    include_str!("injection.rs"),
+    include_str!("rules.rs"),
+    include_str!("secrets.rs"),
+    include_str!("unicode.rs"),
+];
+
+/// 16 hex digits of a SHA-256 over every active rule's id and category, the built-in detectors'
+/// source (their patterns and filters) and every extra rule's pattern.
+fn rule_set_of(extra: &[extra::Compiled]) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(b"memsync-scan-rule-set/1\0");
+    for r in rules::RULES {
+        h.update(r.id.as_bytes());
+        h.update(b"\0");
+        h.update(crate::guard::category_name(r.category).as_bytes());
+        h.update(b"\0");
+    }
+    for source in DETECTOR_SOURCES {
+        h.update(sha256_hex(&[source.as_bytes()]).as_bytes());
+    }
+    for r in extra {
+        h.update(b"extra\0");
+        h.update(r.id.as_bytes());
+        h.update(b"\0");
+        h.update(crate::guard::category_name(r.category).as_bytes());
+        h.update(b"\0");
+        h.update(r.pattern.as_bytes());
+        h.update(b"\0");
+    }
+    let digest: [u8; 32] = h.finalize().into();
+    hex::encode(&digest[..8])
 }
 
 fn sha256_hex(parts: &[&[u8]]) -> String {

@@ -35,6 +35,17 @@ pub enum Command {
     /// Maintain the git export of the projects.
     #[command(subcommand)]
     Export(ExportCommand),
+    /// Rescan published memories with the current scanner rules (built-in plus --scan-rules)
+    /// now, disabling and queueing for review those with a finding the project's allowlist does
+    /// not cover; prints a summary.
+    Rescan {
+        /// Rescan every live memory, also those the current rules already checked.
+        #[arg(long)]
+        all: bool,
+        /// Print the summary as one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -226,6 +237,10 @@ pub struct GlobalArgs {
     /// them.
     #[arg(long, global = true, hide = true)]
     pub export_failpoint: Option<String>,
+    /// A TOML file of extra scanner rules (`[[rule]]` tables with `id`, `category`, `pattern`,
+    /// `description`), applied to every write and rescan on top of the built-in rules.
+    #[arg(long, global = true, env = "MEMSYNC_SCAN_RULES", value_name = "FILE")]
+    pub scan_rules: Option<PathBuf>,
     /// Log format: `auto` (JSON when stderr is not a terminal), `json` or `text`.
     #[arg(
         long,
@@ -270,6 +285,8 @@ pub struct Config {
     pub db_pool_size: u32,
     pub db_restart_attempts: u32,
     pub export: ExportConfig,
+    /// The extra scanner rules file, if any.
+    pub scan_rules: Option<PathBuf>,
 }
 
 impl Config {
@@ -320,6 +337,104 @@ impl Config {
                     }),
                 failpoint: g.export_failpoint.clone(),
             },
+            scan_rules: g.scan_rules.clone().filter(|p| !p.as_os_str().is_empty()),
         }
+    }
+
+    /// Reads the extra scanner rules and installs them into the process-wide scanner, before
+    /// anything is scanned. A file that cannot be read or holds a bad rule stops the server with
+    /// a message naming the rule and the problem. Returns how many extra rules are in force.
+    pub fn install_scan_rules(&self) -> anyhow::Result<usize> {
+        let Some(path) = &self.scan_rules else {
+            return Ok(0);
+        };
+        let rules = read_scan_rules(path)
+            .map_err(|e| anyhow::anyhow!("--scan-rules {}: {e}", path.display()))?;
+        memsync_core::scan::install_extra_rules(&rules)
+            .map_err(|e| anyhow::anyhow!("--scan-rules {}: {e}", path.display()))?;
+        Ok(rules.len())
+    }
+}
+
+/// The scanner rules file: `[[rule]]` tables, nothing else.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScanRulesFile {
+    #[serde(default, rename = "rule")]
+    rules: Vec<memsync_core::scan::ExtraRule>,
+}
+
+/// Parses a scanner rules file (the rules themselves are checked when installed).
+pub fn read_scan_rules(
+    path: &std::path::Path,
+) -> Result<Vec<memsync_core::scan::ExtraRule>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let file: ScanRulesFile = toml::from_str(&text).map_err(|e| {
+        let why = e.message().trim_end_matches('.');
+        match e.span() {
+            Some(span) => {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                // The span of a rule's error covers its `[[rule]]` header or a line after it.
+                let upto = &text[..span.end.min(text.len())];
+                let rule = match upto.matches("[[rule]]").count() {
+                    0 => String::new(),
+                    n => format!(" (scan rule #{n})"),
+                };
+                format!(
+                    "not a valid rules file: line {line}{rule}: {why}; each rule is a [[rule]] table with `id`, `category` (`secret` or `injection`), `pattern` and `description`"
+                )
+            }
+            None => format!("not a valid rules file: {why}"),
+        }
+    })?;
+    Ok(file.rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Vec<memsync_core::scan::ExtraRule>, String> {
+        let path = std::env::temp_dir().join(format!(
+            "memsync-scan-rules-{}-{}.toml",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        std::fs::write(&path, text).expect("write");
+        let r = read_scan_rules(&path);
+        let _ = std::fs::remove_file(&path);
+        r
+    }
+
+    #[test]
+    fn a_rules_file_is_rule_tables_and_its_errors_name_the_rule() {
+        let one = "[[rule]]\nid = \"acme-token\"\ncategory = \"secret\"\npattern = 'ACME-[0-9]{8}'\ndescription = \"ACME token\"\n";
+        let rules = read(one).expect("valid");
+        assert_eq!(
+            (rules.len(), rules[0].id.as_str(), rules[0].pattern.as_str()),
+            (1, "acme-token", "ACME-[0-9]{8}")
+        );
+        assert!(read("").expect("no rules").is_empty());
+        let cases = [
+            (
+                format!(
+                    "{one}\n[[rule]]\nid = \"b\"\ncategory = \"secret\"\ndescription = \"b\"\n"
+                ),
+                "line 7 (scan rule #2): missing field `pattern`",
+            ),
+            (
+                format!("{one}colour = \"red\"\n"),
+                "(scan rule #1): unknown field `colour`",
+            ),
+            ("[rules]\n".to_owned(), "line 1: unknown field `rules`"),
+            ("[[rule]\n".to_owned(), "not a valid rules file: line 1"),
+        ];
+        for (text, want) in cases {
+            let e = read(&text).expect_err(want);
+            assert!(e.contains(want), "{e}");
+        }
+        let missing = std::env::temp_dir().join("memsync-no-such-rules-file.toml");
+        let e = read_scan_rules(&missing).expect_err("missing");
+        assert!(e.starts_with("cannot read it: "), "{e}");
     }
 }

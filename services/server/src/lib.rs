@@ -3,7 +3,8 @@
 //!
 //! Reading order: `http` (routes, extractors, middleware) calls the domains `sync` (pull and
 //! push), `review` (release policy, reviewers, the review queue), `admin` (audit, memories,
-//! projects, tokens, allowlist) and `export` (the git export and its mirror); they decide with `memsync_core::policy` and keep their data through `store`
+//! release, projects, tokens, allowlist), `export` (the git export and its mirror) and `rescan`
+//! (published memories against new scanner rules); they decide with `memsync_core::policy` and keep their data through `store`
 //! (all of the SQL), on the pool that `db` opens and supervises. `state` is what every handler
 //! shares; `auth` turns a request's credentials into a `Principal`.
 
@@ -16,6 +17,7 @@ pub mod export;
 pub mod http;
 pub mod idempotent;
 pub mod remote;
+pub mod rescan;
 pub mod review;
 pub mod state;
 pub mod store;

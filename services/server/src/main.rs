@@ -13,7 +13,7 @@ use memsync_server::auth::{self, Keys, Revocations};
 use memsync_server::config::{Cli, Command, Config, ExportCommand, TokenCommand};
 use memsync_server::db::{self, Database};
 use memsync_server::state::AppState;
-use memsync_server::{export, http, remote, store, sync, telemetry};
+use memsync_server::{export, http, remote, rescan, store, sync, telemetry};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -56,7 +56,29 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             None => token(cfg, args.command).await,
         },
         Command::Export(cmd) => export_cmd(cfg, cmd).await,
+        Command::Rescan { all, json } => rescan_cmd(cfg, all, json).await,
     }
+}
+
+fn sync_limits(cfg: &Config) -> sync::SyncLimits {
+    sync::SyncLimits {
+        file: memsync_core::policy::Limits {
+            max_file_bytes: cfg.max_file_bytes,
+            max_changes_per_push: cfg.max_changes_per_push,
+        },
+        max_files_per_project: cfg.max_files_per_project,
+    }
+}
+
+/// The extra scanner rules, installed before anything is scanned.
+fn install_scan_rules(cfg: &Config) -> anyhow::Result<()> {
+    let extra = cfg.install_scan_rules()?;
+    tracing::info!(
+        rule_set = memsync_core::scan::rule_set_id(),
+        extra_rules = extra,
+        "scanner rules"
+    );
+    Ok(())
 }
 
 fn keys(cfg: &Config) -> anyhow::Result<Keys> {
@@ -67,6 +89,7 @@ fn keys(cfg: &Config) -> anyhow::Result<Keys> {
 
 async fn serve(cfg: Config) -> anyhow::Result<()> {
     cfg.export.validate()?;
+    install_scan_rules(&cfg)?;
     let keys = Arc::new(keys(&cfg)?);
     let mut db = Database::open_to_serve(&cfg).await?;
     if let Err(e) = db.migrate().await {
@@ -82,13 +105,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         pool: db.pool.clone(),
         keys,
         revocations,
-        limits: sync::SyncLimits {
-            file: memsync_core::policy::Limits {
-                max_file_bytes: cfg.max_file_bytes,
-                max_changes_per_push: cfg.max_changes_per_push,
-            },
-            max_files_per_project: cfg.max_files_per_project,
-        },
+        limits: sync_limits(&cfg),
         metrics: Arc::default(),
         max_body_bytes: cfg.max_body_bytes,
         db_health,
@@ -110,6 +127,8 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         db.close().await;
         return Err(e.context("starting the git export"));
     }
+    // What older scanner rules checked is rescanned in the background.
+    rescan::spawn(db.pool.clone(), sync_limits(&cfg));
     // On SIGTERM/SIGINT: stop accepting, let requests in flight finish, but not for ever.
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
     let serve = http::serve::serve(listener, app, cfg.connections, async move {
@@ -191,6 +210,35 @@ async fn export_cmd(cfg: Config, cmd: ExportCommand) -> anyhow::Result<()> {
     .await;
     db.close().await;
     result
+}
+
+/// `memsync-server rescan`: one rescan now (after a running one, if a server is rescanning).
+async fn rescan_cmd(cfg: Config, all: bool, json: bool) -> anyhow::Result<()> {
+    install_scan_rules(&cfg)?;
+    existing_installation(&cfg)?;
+    let db = Database::open(&cfg).await?;
+    let result = async {
+        if let Err(reason) = db::ready(&db.pool).await {
+            bail!("{reason}; run `memsync-server migrate` first");
+        }
+        rescan::run(
+            &db.pool,
+            sync_limits(&cfg),
+            all,
+            Some(std::time::Duration::from_secs(600)),
+        )
+        .await?
+        .context("the rescan lock was not taken")
+    }
+    .await;
+    db.close().await;
+    let summary = result?;
+    if json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        println!("{summary}");
+    }
+    Ok(())
 }
 
 /// Commands other than `serve` only talk to an installation that exists: they never create a

@@ -2,6 +2,7 @@
 //! no live-looking credential; every positive also checks that the finding does not leak it.
 
 mod corpus;
+mod extra;
 mod generic;
 mod injection;
 mod properties;

@@ -15,7 +15,7 @@ use crate::store::history::{self, Version};
 use crate::store::memories;
 use crate::sync::{self, PushMeta, SyncLimits};
 
-fn parse_path(path: &str) -> ApiResult<MemoryPath> {
+pub(super) fn parse_path(path: &str) -> ApiResult<MemoryPath> {
     MemoryPath::parse(path).map_err(|e| ApiError::bad_request("invalid_path", e.to_string()))
 }
 
@@ -101,7 +101,7 @@ pub async fn diff(
 }
 
 /// The stored state of one path (empty when the project never had it).
-async fn stored_state(
+pub(super) async fn stored_state(
     pool: &PgPool,
     project: &ProjectId,
     path: &MemoryPath,
@@ -125,6 +125,8 @@ fn require_reason(reason: &str) -> ApiResult<&str> {
 pub struct AdminAct<'a> {
     pub principal: &'a Principal,
     pub project: &'a ProjectId,
+    /// Why: required by delete, restore and purge; optional (may be empty) for disable, enable
+    /// and rollback.
     pub reason: &'a str,
     pub request_id: Option<&'a str>,
     /// The request's `Idempotency-Key`: its answer is stored with the action.
@@ -144,7 +146,7 @@ impl AdminAct<'_> {
     }
 
     /// Stores the answer in the action's transaction.
-    async fn remember(
+    pub(super) async fn remember(
         &self,
         tx: &mut PgConnection,
         answer: &impl serde::Serialize,
@@ -160,16 +162,18 @@ impl AdminAct<'_> {
         .await
     }
 
-    /// The engine's view of the action: a revision of `kind`, with the reason as its note.
-    fn meta(&self, kind: &'static str) -> PushMeta<'_> {
+    /// The engine's view of the action: a revision of `kind`, with the reason (if one was
+    /// given) as its note.
+    pub(super) fn meta(&self, kind: &'static str) -> PushMeta<'_> {
+        let reason = self.reason.trim();
         PushMeta {
             request_id: self.request_id,
-            note: Some(self.reason.trim()),
+            note: (!reason.is_empty()).then_some(reason),
             ..PushMeta::new(self.project, self.principal, kind)
         }
     }
 
-    async fn audit(
+    pub(super) async fn audit(
         &self,
         tx: &mut PgConnection,
         action: &str,
@@ -221,13 +225,14 @@ async fn live_sha(pool: &PgPool, project: &ProjectId, path: &MemoryPath) -> ApiR
         .ok_or_else(|| ApiError::NotFound(format!("{project} has no live {path}")))
 }
 
-fn memory_path(path: &str, what: &str) -> ApiResult<MemoryPath> {
+/// A memory's path (not an index: those follow their memories, so no admin action targets one).
+pub(super) fn memory_path(path: &str, what: &str) -> ApiResult<MemoryPath> {
     let path = parse_path(path)?;
     if path.is_index() {
         return Err(ApiError::bad_request(
             "invalid_path",
             format!(
-                "an admin {what} cannot target {path}: it is the index of its directory, which the server derives from the memories there and keeps in step with them; {what} the memories instead (each one's entry leaves the index with it)"
+                "an admin {what} cannot target {path}: it is the index of its directory, which the server derives from the memories there and keeps in step with them; {what} the memories instead (each one's entry in the index follows it in the same revision)"
             ),
         ));
     }

@@ -1,13 +1,15 @@
 //! The admin API's domain: who may administer what (here), the audit log (`audit`), memory
-//! history, deletes, restores and purges (`memories`), projects (`projects`), tokens
-//! (`tokens`) and the scanner's allowlist (`allowlist`). Server admins act everywhere; team
-//! admins within their teams. Every admin write commits together with its audit row; every admin
-//! read of memory content is itself audited.
+//! history, deletes, restores and purges (`memories`), disable, enable and rollback
+//! (`release`), projects (`projects`), tokens (`tokens`) and the scanner's allowlist
+//! (`allowlist`). Server admins act everywhere; team admins within their teams. Every admin
+//! write commits together with its audit row; every admin read of memory content is itself
+//! audited.
 
 pub mod allowlist;
 pub mod audit;
 pub mod memories;
 pub mod projects;
+pub mod release;
 pub mod tokens;
 
 use memsync_core::ProjectId;

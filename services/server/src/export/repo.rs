@@ -10,12 +10,18 @@ use git2::{
     Commit, ErrorCode, FileMode, ObjectType, Oid, Repository, RepositoryInitOptions, Signature,
     Time, Tree,
 };
+use memsync_core::wire::VersionProvenance;
 use memsync_core::{MemoryPath, ProjectId};
 
 /// The one branch of every export.
 pub const BRANCH: &str = "refs/heads/main";
 pub const REVISION_TRAILER: &str = "Memsync-Revision";
 pub const PROJECT_TRAILER: &str = "Memsync-Project";
+pub const KIND_TRAILER: &str = "Memsync-Kind";
+pub const SESSION_TRAILER: &str = "Memsync-Session";
+pub const HEAD_TRAILER: &str = "Memsync-Head";
+/// Longest note (an admin's reason) quoted in a subject line, in characters.
+const NOTE_CHARS: usize = 200;
 const COMMITTER_NAME: &str = "memsync";
 const COMMITTER_EMAIL: &str = "memsync@localhost";
 /// Changes named in a commit's subject line; the body lists the rest.
@@ -30,6 +36,40 @@ pub struct Revision {
     pub author_email: Option<String>,
     pub at: DateTime<Utc>,
     pub changes: Vec<Change>,
+}
+
+/// What made a revision, for its commit message: `revisions.kind` and `.note`, and from its
+/// versions' provenance who approved it and where its content came from.
+#[derive(Debug, Clone, Default)]
+pub struct About {
+    /// `push`, `approve`, `disable`, `enable`, `rollback`, `restore`, `delete`, `rescan`.
+    pub kind: String,
+    pub note: Option<String>,
+    pub approved_by: Option<String>,
+    /// The agent session that wrote the content.
+    pub session: Option<String>,
+    /// The repository's `HEAD` when it was pushed.
+    pub head: Option<String>,
+}
+
+impl About {
+    /// From `revisions.kind`, `.note` and the stored `wire::VersionProvenance` (if any).
+    pub fn new(
+        kind: String,
+        note: Option<String>,
+        provenance: Option<&serde_json::Value>,
+    ) -> About {
+        let p = provenance
+            .and_then(|v| serde_json::from_value::<VersionProvenance>(v.clone()).ok())
+            .unwrap_or_default();
+        About {
+            kind,
+            note,
+            approved_by: p.approved_by,
+            session: p.client.session_id,
+            head: p.client.head,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -134,7 +174,11 @@ fn commit_revision(commit: &Commit<'_>, project: &ProjectId) -> anyhow::Result<i
 /// Appends one commit per revision to the repository at `path` (created if missing). The
 /// revisions must follow the repository's newest commit without a gap. Returns the new head
 /// revision.
-pub fn append(path: &Path, project: &ProjectId, revisions: &[Revision]) -> anyhow::Result<i64> {
+pub fn append(
+    path: &Path,
+    project: &ProjectId,
+    revisions: &[(Revision, About)],
+) -> anyhow::Result<i64> {
     let repo = match open(path)? {
         Some(r) => r,
         None => init(path)?,
@@ -145,14 +189,14 @@ pub fn append(path: &Path, project: &ProjectId, revisions: &[Revision]) -> anyho
         Some(c) => commit_revision(c, project)?,
         None => 0,
     };
-    for rev in revisions {
+    for (rev, about) in revisions {
         if rev.revision != head + 1 {
             bail!(
                 "{project}: the repository is at revision {head}, cannot append revision {}",
                 rev.revision
             );
         }
-        let oid = commit(&repo, project, parent.as_ref(), rev)?;
+        let oid = commit(&repo, project, parent.as_ref(), rev, about)?;
         parent = Some(repo.find_commit(oid)?);
         head = rev.revision;
     }
@@ -179,10 +223,11 @@ fn commit(
     project: &ProjectId,
     parent: Option<&Commit<'_>>,
     rev: &Revision,
+    about: &About,
 ) -> anyhow::Result<Oid> {
     let base = parent.map(Commit::tree).transpose()?;
     let mut changed: Vec<(MemoryPath, Option<Oid>)> = Vec::new();
-    let mut lines: Vec<String> = Vec::new();
+    let mut lines: Vec<Line> = Vec::new();
     for change in &rev.changes {
         // Only team memory files ever enter a repository.
         let Ok(p) = MemoryPath::parse(&change.path) else {
@@ -200,7 +245,11 @@ fn commit(
             Content::Deleted => ("delete", None),
             Content::Purged => ("write (content purged)", None),
         };
-        lines.push(format!("{verb} {p}"));
+        lines.push(Line {
+            verb,
+            path: p.to_string(),
+            index: p.is_index(),
+        });
         changed.push((p, blob));
     }
     let edits: Vec<Edit<'_>> = changed
@@ -215,36 +264,135 @@ fn commit(
     let time = Time::new(rev.at.timestamp(), 0);
     let author = author_signature(rev, &time)?;
     let committer = Signature::new(COMMITTER_NAME, COMMITTER_EMAIL, &time)?;
-    let message = message(project, rev.revision, &lines);
+    let message = message(project, rev.revision, &lines, about);
     let parents: Vec<&Commit<'_>> = parent.into_iter().collect();
     // With `update_ref`, libgit2 refuses to move the branch unless it still points at `parent`.
     Ok(repo.commit(Some(BRANCH), &author, &committer, &message, &tree, &parents)?)
 }
 
-/// `memsync r12: update testing.md, delete old.md`, the full list in the body when the subject
-/// cannot hold it, then the trailers.
-fn message(project: &ProjectId, revision: i64, lines: &[String]) -> String {
-    let mut subject = format!("memsync r{revision}: ");
-    if lines.is_empty() {
-        subject.push_str("no changes");
-    } else {
-        subject.push_str(&lines[..lines.len().min(SUBJECT_CHANGES)].join(", "));
-        if lines.len() > SUBJECT_CHANGES {
-            subject.push_str(&format!(" and {} more", lines.len() - SUBJECT_CHANGES));
-        }
+/// One change of a commit: `add`, `update`, `delete` or `write (content purged)`, and the path.
+struct Line {
+    verb: &'static str,
+    path: String,
+    /// A `MEMORY.md`, which follows its memories.
+    index: bool,
+}
+
+impl std::fmt::Display for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb, self.path)
     }
-    let mut m = subject;
-    m.push_str("\n\n");
-    if lines.len() > SUBJECT_CHANGES {
-        for l in lines {
+}
+
+/// Up to `SUBJECT_CHANGES` items, then how many more.
+fn listed(items: &[String]) -> String {
+    let mut s = items[..items.len().min(SUBJECT_CHANGES)].join(", ");
+    if items.len() > SUBJECT_CHANGES {
+        s.push_str(&format!(" and {} more", items.len() - SUBJECT_CHANGES));
+    }
+    s
+}
+
+/// One line of at most `max` characters, for a subject or a trailer.
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+    cut.push('\u{2026}');
+    cut
+}
+
+/// The subject says what the revision was: a push lists its changes (`memsync r12: update
+/// testing.md, delete old.md`); an admin or review action names itself and the memories it
+/// acted on (`memsync r13: disable testing.md: outdated`, `memsync r14: publish plan.md, approved
+/// by Ann`, `memsync r15: roll back plan.md to revision 9`), with the reason given. The body
+/// lists every change when the subject does not (an action's index updates, a long push), then
+/// the trailers: `Memsync-Revision`, `Memsync-Project`, `Memsync-Kind`, and `Memsync-Session` /
+/// `Memsync-Head` when the versions' provenance has them.
+fn message(project: &ProjectId, revision: i64, lines: &[Line], about: &About) -> String {
+    let kind = if about.kind.is_empty() {
+        "push"
+    } else {
+        about.kind.as_str()
+    };
+    let note = about
+        .note
+        .as_deref()
+        .map(|n| one_line(n, NOTE_CHARS))
+        .filter(|n| !n.is_empty());
+    let all: Vec<String> = lines.iter().map(Line::to_string).collect();
+    let memories: Vec<&Line> = {
+        let m: Vec<&Line> = lines.iter().filter(|l| !l.index).collect();
+        if m.is_empty() {
+            lines.iter().collect()
+        } else {
+            m
+        }
+    };
+    let paths: Vec<String> = memories.iter().map(|l| l.path.clone()).collect();
+    let with_note = |s: String| match &note {
+        Some(n) => format!("{s}: {n}"),
+        None => s,
+    };
+    let what = if lines.is_empty() {
+        "no changes".to_owned()
+    } else {
+        match kind {
+            "push" => listed(&all),
+            "approve" => {
+                let items: Vec<String> = memories
+                    .iter()
+                    .map(|l| match l.verb {
+                        "delete" => format!("the deletion of {}", l.path),
+                        _ => l.path.clone(),
+                    })
+                    .collect();
+                let by = about
+                    .approved_by
+                    .as_deref()
+                    .map(|a| format!(", approved by {}", one_line(a, NOTE_CHARS)))
+                    .unwrap_or_default();
+                with_note(format!("publish {}{by}", listed(&items)))
+            }
+            "disable" => with_note(format!("disable {}", listed(&paths))),
+            "rescan" => match &note {
+                Some(n) => format!("disable {} ({n})", listed(&paths)),
+                None => format!("disable {} (rescan)", listed(&paths)),
+            },
+            // The note of a rollback starts with the revision it went back to.
+            "rollback" => match &note {
+                Some(n) => format!("roll back {} {n}", listed(&paths)),
+                None => format!("roll back {}", listed(&paths)),
+            },
+            "enable" | "restore" | "delete" => with_note(format!("{kind} {}", listed(&paths))),
+            other => with_note(format!("{} {}", one_line(other, 40), listed(&all))),
+        }
+    };
+    let mut m = format!("memsync r{revision}: {what}\n\n");
+    let subject_lists_all = kind == "push" && lines.len() <= SUBJECT_CHANGES;
+    if !lines.is_empty() && !subject_lists_all {
+        for l in &all {
             m.push_str(l);
             m.push('\n');
         }
         m.push('\n');
     }
     m.push_str(&format!(
-        "{REVISION_TRAILER}: {revision}\n{PROJECT_TRAILER}: {project}\n"
+        "{REVISION_TRAILER}: {revision}\n{PROJECT_TRAILER}: {project}\n{KIND_TRAILER}: {}\n",
+        one_line(kind, 40)
     ));
+    for (key, value) in [
+        (SESSION_TRAILER, &about.session),
+        (HEAD_TRAILER, &about.head),
+    ] {
+        if let Some(v) = value.as_deref().map(|v| one_line(v, NOTE_CHARS))
+            && !v.is_empty()
+        {
+            m.push_str(&format!("{key}: {v}\n"));
+        }
+    }
     m
 }
 
@@ -399,8 +547,8 @@ pub fn list(root: &Path) -> Vec<ProjectId> {
 mod tests {
     use super::*;
 
-    fn rev(revision: i64, author: &str, changes: Vec<(&str, Content)>) -> Revision {
-        Revision {
+    fn rev(revision: i64, author: &str, changes: Vec<(&str, Content)>) -> (Revision, About) {
+        let rev = Revision {
             revision,
             author_sub: author.to_owned(),
             author_name: author.to_owned(),
@@ -413,7 +561,8 @@ mod tests {
                     content,
                 })
                 .collect(),
-        }
+        };
+        (rev, About::default())
     }
 
     fn files(repo: &Repository) -> Vec<String> {
@@ -470,7 +619,7 @@ mod tests {
             .expect("commit");
         assert_eq!(
             head.message().expect("utf8"),
-            "memsync r2: delete dir/sub/b.md, write (content purged) leak.md\n\nMemsync-Revision: 2\nMemsync-Project: acme/api\n"
+            "memsync r2: delete dir/sub/b.md, write (content purged) leak.md\n\nMemsync-Revision: 2\nMemsync-Project: acme/api\nMemsync-Kind: push\n"
         );
         assert_eq!(head.author().name().ok(), Some("bob x"));
         assert_eq!(head.author().email().ok(), Some("bob--x-@memsync.invalid"));
@@ -481,16 +630,135 @@ mod tests {
         let _ = std::fs::remove_dir_all(&tmp);
     }
 
+    fn lines(spec: &[(&'static str, &str)]) -> Vec<Line> {
+        spec.iter()
+            .map(|(verb, path)| Line {
+                verb,
+                path: (*path).to_owned(),
+                index: path.ends_with("MEMORY.md"),
+            })
+            .collect()
+    }
+
+    fn about(kind: &str, note: Option<&str>) -> About {
+        About {
+            kind: kind.into(),
+            note: note.map(str::to_owned),
+            ..About::default()
+        }
+    }
+
     #[test]
     fn long_change_lists_go_to_the_body() {
         let project = ProjectId::new("acme", "api").expect("project");
-        let lines: Vec<String> = (0..7).map(|i| format!("add m{i}.md")).collect();
-        let m = message(&project, 9, &lines);
+        let names: Vec<String> = (0..7).map(|i| format!("m{i}.md")).collect();
+        let spec: Vec<(&'static str, &str)> = names.iter().map(|n| ("add", n.as_str())).collect();
+        let m = message(&project, 9, &lines(&spec), &About::default());
         assert!(m.starts_with(
             "memsync r9: add m0.md, add m1.md, add m2.md, add m3.md, add m4.md and 2 more\n\n"
         ));
         assert!(m.contains("\nadd m6.md\n"));
-        assert!(m.ends_with("\n\nMemsync-Revision: 9\nMemsync-Project: acme/api\n"));
+        assert!(
+            m.ends_with("\n\nMemsync-Revision: 9\nMemsync-Project: acme/api\nMemsync-Kind: push\n")
+        );
+    }
+
+    #[test]
+    fn the_subject_says_what_made_the_revision() {
+        let project = ProjectId::new("acme", "api").expect("project");
+        let disable = lines(&[("delete", "testing.md"), ("update", "MEMORY.md")]);
+        let put = lines(&[("update", "testing.md"), ("update", "MEMORY.md")]);
+        let subject = |kind: &str, note: Option<&str>, l: &[Line]| {
+            message(&project, 7, l, &about(kind, note))
+                .lines()
+                .next()
+                .expect("subject")
+                .to_owned()
+        };
+        let cases = [
+            (
+                subject("disable", Some("outdated since\nthe move"), &disable),
+                "memsync r7: disable testing.md: outdated since the move",
+            ),
+            (
+                subject("disable", None, &disable),
+                "memsync r7: disable testing.md",
+            ),
+            (
+                subject("enable", None, &put),
+                "memsync r7: enable testing.md",
+            ),
+            (
+                subject("rollback", Some("to revision 3: wrong port"), &put),
+                "memsync r7: roll back testing.md to revision 3: wrong port",
+            ),
+            (
+                subject("rescan", Some("rescan: acme-token"), &disable),
+                "memsync r7: disable testing.md (rescan: acme-token)",
+            ),
+            (
+                subject("delete", Some("leaked"), &disable),
+                "memsync r7: delete testing.md: leaked",
+            ),
+            (
+                subject("restore", None, &put),
+                "memsync r7: restore testing.md",
+            ),
+            (
+                subject("push", None, &put),
+                "memsync r7: update testing.md, update MEMORY.md",
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
+        let approve = About {
+            approved_by: Some("Bob".into()),
+            session: Some("sess-42".into()),
+            head: Some("0123abcd".into()),
+            ..about("approve", Some("ok"))
+        };
+        let both = lines(&[
+            ("add", "new.md"),
+            ("delete", "old.md"),
+            ("update", "MEMORY.md"),
+        ]);
+        let m = message(&project, 8, &both, &approve);
+        assert_eq!(
+            m,
+            "memsync r8: publish new.md, the deletion of old.md, approved by Bob: ok\n\n\
+             add new.md\ndelete old.md\nupdate MEMORY.md\n\n\
+             Memsync-Revision: 8\nMemsync-Project: acme/api\nMemsync-Kind: approve\n\
+             Memsync-Session: sess-42\nMemsync-Head: 0123abcd\n"
+        );
+        // A note cannot forge a trailer: it stays on the subject line.
+        let m = message(
+            &project,
+            9,
+            &disable,
+            &about("disable", Some("x\nMemsync-Revision: 99")),
+        );
+        assert_eq!(trailer(&m, REVISION_TRAILER), Some("9"));
+        assert_eq!(trailer(&m, KIND_TRAILER), Some("disable"));
+    }
+
+    #[test]
+    fn about_reads_the_stored_provenance() {
+        let stored = serde_json::json!({
+            "author": "ann", "author_sub": "ann", "pushed_at": "2026-12-01T00:00:00.000Z",
+            "session_id": "s-1", "head": "abcdef1", "approved_by": "bob", "proposal_id": 4,
+        });
+        let a = About::new("approve".into(), None, Some(&stored));
+        assert_eq!(
+            (
+                a.approved_by.as_deref(),
+                a.session.as_deref(),
+                a.head.as_deref()
+            ),
+            (Some("bob"), Some("s-1"), Some("abcdef1"))
+        );
+        let old = About::new("push".into(), None, None);
+        assert_eq!((old.session, old.head), (None, None));
     }
 
     fn tempfile_dir() -> PathBuf {

@@ -1,6 +1,7 @@
 //! The background exporter, and the work done while holding the export lock: catching a
 //! repository up with its project's revisions, and rewriting one from scratch.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use sqlx::postgres::PgListener;
 use sqlx::{PgConnection, PgPool};
 
 use super::{Exporter, bump, repo};
-use crate::store::outbox;
+use crate::store::{history, outbox};
 
 /// Revisions read from Postgres and committed at a time, at most; and their content at most.
 const BATCH: i64 = 64;
@@ -183,13 +184,7 @@ async fn export_project(
     while head < upto {
         let end =
             outbox::batch_end(pool, project, head, (head + BATCH).min(upto), BATCH_BYTES).await?;
-        let revs = outbox::revisions(pool, project, head, end).await?;
-        if revs.len() as i64 != end - head {
-            bail!(
-                "revisions {}..={end} of {project} are not all in the database",
-                head + 1
-            );
-        }
+        let revs = described(pool, project, head, end).await?;
         let (p, proj) = (path.clone(), project.clone());
         head = blocking(move || repo::append(&p, &proj, &revs)).await?;
         if ex.cfg.failpoint.as_deref() == Some("after-commit") {
@@ -207,6 +202,38 @@ async fn export_project(
         }
     }
     Ok(())
+}
+
+/// Revisions `after+1 ..= upto` with every path each one changed and what made it.
+async fn described(
+    pool: &PgPool,
+    project: &ProjectId,
+    after: i64,
+    upto: i64,
+) -> anyhow::Result<Vec<(repo::Revision, repo::About)>> {
+    let revs = outbox::revisions(pool, project, after, upto).await?;
+    if revs.len() as i64 != upto - after {
+        bail!(
+            "revisions {}..={upto} of {project} are not all in the database",
+            after + 1
+        );
+    }
+    let mut notes: HashMap<i64, history::RevisionNote> =
+        history::revision_notes(pool, project, after, upto)
+            .await?
+            .into_iter()
+            .map(|n| (n.revision, n))
+            .collect();
+    Ok(revs
+        .into_iter()
+        .map(|r| {
+            let about = notes
+                .remove(&r.revision)
+                .map(|n| repo::About::new(n.kind, n.note, n.provenance.as_ref()))
+                .unwrap_or_default();
+            (r, about)
+        })
+        .collect())
 }
 
 /// Rewrites the repository of every open rebuild request (or of `only`'s) from scratch. Errors
@@ -266,13 +293,7 @@ async fn rebuild(pool: &PgPool, ex: &Exporter, project: &ProjectId) -> anyhow::R
     while head < upto {
         let end =
             outbox::batch_end(pool, project, head, (head + BATCH).min(upto), BATCH_BYTES).await?;
-        let revs = outbox::revisions(pool, project, head, end).await?;
-        if revs.len() as i64 != end - head {
-            bail!(
-                "revisions {}..={end} of {project} are not all in the database",
-                head + 1
-            );
-        }
+        let revs = described(pool, project, head, end).await?;
         let (p, proj) = (scratch.clone(), project.clone());
         head = blocking(move || repo::append(&p, &proj, &revs)).await?;
     }

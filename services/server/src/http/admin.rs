@@ -4,7 +4,9 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use memsync_core::wire::{AdminPathAction, AdminRestore, TokenIssue, TokenIssued};
+use memsync_core::wire::{
+    AdminPathAction, AdminRelease, AdminRestore, AdminRollback, TokenIssue, TokenIssued,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -301,6 +303,90 @@ pub async fn purge(
     }
     let p = admin::memories::purge(&state.pool, state.limits, &act, &b.path).await?;
     Ok(Json(p).into_response())
+}
+
+/// `disable` and `enable`: one handler, the action named by the route.
+async fn release(
+    state: AppState,
+    principal: Principal,
+    (team, name): (String, String),
+    headers: HeaderMap,
+    key: IdempotencyKey,
+    body: JsonBody<AdminRelease>,
+    enable: bool,
+) -> ApiResult<Response> {
+    let project = admin::administered(&principal, &team, &name)?;
+    let b = body.value;
+    let reason = b.reason.as_ref().map_or("", |r| r.as_str());
+    let act = admin::memories::AdminAct {
+        principal: &principal,
+        project: &project,
+        reason,
+        request_id: request_id(&headers),
+        idem: key.with(
+            if enable {
+                "admin_enable"
+            } else {
+                "admin_disable"
+            },
+            &body.sha256,
+        ),
+    };
+    if let Some((status, answer)) = act.replay(&state.pool).await? {
+        return Ok(replayed_response(status, answer));
+    }
+    let r = if enable {
+        admin::release::enable(&state.pool, state.limits, &act, &b.path).await?
+    } else {
+        admin::release::disable(&state.pool, state.limits, &act, &b.path).await?
+    };
+    Ok(Json(r).into_response())
+}
+
+pub async fn disable(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(project): Path<(String, String)>,
+    headers: HeaderMap,
+    key: IdempotencyKey,
+    body: JsonBody<AdminRelease>,
+) -> ApiResult<Response> {
+    release(state, principal, project, headers, key, body, false).await
+}
+
+pub async fn enable(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(project): Path<(String, String)>,
+    headers: HeaderMap,
+    key: IdempotencyKey,
+    body: JsonBody<AdminRelease>,
+) -> ApiResult<Response> {
+    release(state, principal, project, headers, key, body, true).await
+}
+
+pub async fn rollback(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((team, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    key: IdempotencyKey,
+    body: JsonBody<AdminRollback>,
+) -> ApiResult<Response> {
+    let project = admin::administered(&principal, &team, &name)?;
+    let b = body.value;
+    let act = admin::memories::AdminAct {
+        principal: &principal,
+        project: &project,
+        reason: b.reason.as_ref().map_or("", |r| r.as_str()),
+        request_id: request_id(&headers),
+        idem: key.with("admin_rollback", &body.sha256),
+    };
+    if let Some((status, answer)) = act.replay(&state.pool).await? {
+        return Ok(replayed_response(status, answer));
+    }
+    let r = admin::release::rollback(&state.pool, state.limits, &act, &b.path, b.revision).await?;
+    Ok(Json(r).into_response())
 }
 
 fn server_admin(principal: &Principal) -> ApiResult<()> {

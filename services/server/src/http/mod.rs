@@ -126,6 +126,21 @@ fn routes() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
             "/v1/admin/projects/{team}/{name}/purge",
             post(admin::purge),
         ),
+        (
+            "POST",
+            "/v1/admin/projects/{team}/{name}/disable",
+            post(admin::disable),
+        ),
+        (
+            "POST",
+            "/v1/admin/projects/{team}/{name}/enable",
+            post(admin::enable),
+        ),
+        (
+            "POST",
+            "/v1/admin/projects/{team}/{name}/rollback",
+            post(admin::rollback),
+        ),
         ("GET", "/v1/admin/tokens", get(admin::tokens)),
         ("POST", "/v1/admin/tokens", post(admin::token_issue)),
         (

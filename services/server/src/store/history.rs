@@ -1,4 +1,5 @@
-//! Admin reads and writes of memory history: versions, the audit log, purges.
+//! Admin reads and writes of memory history: versions (and what the git export says about each
+//! revision), the audit log, purges, and the review items of memories a rescan disabled.
 
 use chrono::{DateTime, Utc};
 use memsync_core::ProjectId;
@@ -12,6 +13,8 @@ pub struct Version {
     pub path: String,
     pub revision: i64,
     pub deleted: bool,
+    /// A tombstone that disables the version before it (`enable` brings that back).
+    pub disabled: bool,
     pub purged: bool,
     pub merged: bool,
     pub sha256: Option<String>,
@@ -19,33 +22,56 @@ pub struct Version {
     pub author: String,
     pub author_email: Option<String>,
     pub created_at: String,
+    /// What made the revision: `push`, `approve`, `disable`, `enable`, `rollback`, …
+    pub kind: String,
+    /// The reason given for an admin or review action.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The stored `wire::VersionProvenance` (absent for versions older than provenance).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<serde_json::Value>,
 }
 
-type VersionRow = (
-    String,
-    i64,
-    bool,
-    bool,
-    bool,
-    Option<String>,
-    i32,
-    String,
-    Option<String>,
-    DateTime<Utc>,
-);
+/// The columns of a `Version`, from `memory_versions v JOIN revisions r`.
+const VERSION_COLUMNS: &str = "v.path, v.revision, v.deleted, v.disabled, v.purged, v.merged, v.sha256, v.size, \
+     r.author_name, r.author_email, v.created_at, r.kind, r.note, v.provenance";
 
-fn version(r: VersionRow) -> Version {
-    Version {
-        path: r.0,
-        revision: r.1,
-        deleted: r.2,
-        purged: r.3,
-        merged: r.4,
-        sha256: r.5,
-        size: r.6,
-        author: r.7,
-        author_email: r.8,
-        created_at: rfc3339(r.9),
+#[derive(sqlx::FromRow)]
+struct VersionRow {
+    path: String,
+    revision: i64,
+    deleted: bool,
+    disabled: bool,
+    purged: bool,
+    merged: bool,
+    sha256: Option<String>,
+    size: i32,
+    author_name: String,
+    author_email: Option<String>,
+    created_at: DateTime<Utc>,
+    kind: String,
+    note: Option<String>,
+    provenance: Option<serde_json::Value>,
+}
+
+impl From<VersionRow> for Version {
+    fn from(r: VersionRow) -> Version {
+        Version {
+            path: r.path,
+            revision: r.revision,
+            deleted: r.deleted,
+            disabled: r.disabled,
+            purged: r.purged,
+            merged: r.merged,
+            sha256: r.sha256,
+            size: r.size,
+            author: r.author_name,
+            author_email: r.author_email,
+            created_at: rfc3339(r.created_at),
+            kind: r.kind,
+            note: r.note,
+            provenance: r.provenance,
+        }
     }
 }
 
@@ -55,18 +81,18 @@ pub async fn versions<'e>(
     project: &ProjectId,
     path: &str,
 ) -> sqlx::Result<Vec<Version>> {
-    let rows: Vec<VersionRow> = sqlx::query_as(
-        "SELECT v.path, v.revision, v.deleted, v.purged, v.merged, v.sha256, v.size, r.author_name, r.author_email, v.created_at
+    let rows: Vec<VersionRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {VERSION_COLUMNS}
          FROM memory_versions v JOIN revisions r USING (team, project, revision)
          WHERE v.team = $1 AND v.project = $2 AND v.path = $3
-         ORDER BY v.revision DESC",
-    )
+         ORDER BY v.revision DESC"
+    )))
     .bind(project.team())
     .bind(project.as_str())
     .bind(path)
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(version).collect())
+    Ok(rows.into_iter().map(Version::from).collect())
 }
 
 /// One version and its content (None for a tombstone or a purged version).
@@ -76,41 +102,149 @@ pub async fn version_at<'e>(
     path: &str,
     revision: i64,
 ) -> sqlx::Result<Option<(Version, Option<String>)>> {
-    type Row = (
-        String,
-        i64,
-        bool,
-        bool,
-        bool,
-        Option<String>,
-        i32,
-        String,
-        Option<String>,
-        DateTime<Utc>,
-        Option<String>,
-    );
-    let row: Option<Row> =
-        sqlx::query_as(
-            "SELECT v.path, v.revision, v.deleted, v.purged, v.merged, v.sha256, v.size, r.author_name, r.author_email, v.created_at, v.content
-             FROM memory_versions v JOIN revisions r USING (team, project, revision)
-             WHERE v.team = $1 AND v.project = $2 AND v.path = $3 AND v.revision = $4",
-        )
-        .bind(project.team())
-        .bind(project.as_str())
-        .bind(path)
-        .bind(revision)
-        .fetch_optional(db)
-        .await?;
-    Ok(row.map(|r| {
-        let content = r.10.clone();
-        (
-            version((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9)),
-            content,
-        )
-    }))
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        version: VersionRow,
+        content: Option<String>,
+    }
+    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {VERSION_COLUMNS}, v.content
+         FROM memory_versions v JOIN revisions r USING (team, project, revision)
+         WHERE v.team = $1 AND v.project = $2 AND v.path = $3 AND v.revision = $4"
+    )))
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(path)
+    .bind(revision)
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|r| (Version::from(r.version), r.content)))
 }
 
-/// Erases the content and hash of every version of `path`; returns how many versions.
+/// What a stored version of a path holds, to write it again (enable, rollback).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredContent {
+    pub revision: i64,
+    pub deleted: bool,
+    pub purged: bool,
+    /// None for a tombstone or a purged version.
+    pub content: Option<String>,
+    pub named_paths: Vec<String>,
+}
+
+/// The version of `path` written at `revision`, if that revision wrote it.
+pub async fn content_at<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    path: &str,
+    revision: i64,
+) -> sqlx::Result<Option<StoredContent>> {
+    sqlx::query_as(
+        "SELECT revision, deleted, purged, content, named_paths FROM memory_versions
+         WHERE team = $1 AND project = $2 AND path = $3 AND revision = $4",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(path)
+    .bind(revision)
+    .fetch_optional(db)
+    .await
+}
+
+/// The newest version of `path` before `revision` that is not a tombstone (its content may
+/// have been purged): what a disable at `revision` disabled.
+pub async fn content_before<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    path: &str,
+    revision: i64,
+) -> sqlx::Result<Option<StoredContent>> {
+    sqlx::query_as(
+        "SELECT revision, deleted, purged, content, named_paths FROM memory_versions
+         WHERE team = $1 AND project = $2 AND path = $3 AND revision < $4 AND NOT deleted
+         ORDER BY revision DESC LIMIT 1",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(path)
+    .bind(revision)
+    .fetch_optional(db)
+    .await
+}
+
+/// An index (`MEMORY.md`) a revision rewrote: the hash of what it wrote (None for a deletion)
+/// and the content it had before (None when it did not exist).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct IndexChange {
+    pub path: String,
+    pub written_sha256: Option<String>,
+    pub before: Option<String>,
+}
+
+/// Every index that `revision` wrote, with its content before.
+pub async fn index_changes<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    revision: i64,
+) -> sqlx::Result<Vec<IndexChange>> {
+    sqlx::query_as(
+        "SELECT v.path, v.sha256 AS written_sha256,
+                (SELECT b.content FROM memory_versions b
+                 WHERE b.team = v.team AND b.project = v.project AND b.path = v.path
+                   AND b.revision < v.revision
+                 ORDER BY b.revision DESC LIMIT 1) AS before
+         FROM memory_versions v
+         WHERE v.team = $1 AND v.project = $2 AND v.revision = $3
+           AND (v.path = 'MEMORY.md' OR v.path LIKE '%/MEMORY.md')
+         ORDER BY v.path",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(revision)
+    .fetch_all(db)
+    .await
+}
+
+/// What the git export says about a revision besides its changes.
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
+pub struct RevisionNote {
+    pub revision: i64,
+    /// `push`, `approve`, `disable`, `enable`, `rollback`, `restore`, `delete`, `rescan`.
+    pub kind: String,
+    pub note: Option<String>,
+    /// The `wire::VersionProvenance` of its versions (one per revision: a revision's versions
+    /// share it), if stored.
+    pub provenance: Option<serde_json::Value>,
+}
+
+/// The kind, note and provenance of revisions `after+1 ..= upto`.
+pub async fn revision_notes(
+    pool: &sqlx::PgPool,
+    project: &ProjectId,
+    after: i64,
+    upto: i64,
+) -> sqlx::Result<Vec<RevisionNote>> {
+    sqlx::query_as(
+        "SELECT r.revision, r.kind, r.note,
+                (SELECT v.provenance FROM memory_versions v
+                 WHERE v.team = r.team AND v.project = r.project AND v.revision = r.revision
+                   AND v.provenance IS NOT NULL
+                 ORDER BY v.path LIMIT 1) AS provenance
+         FROM revisions r
+         WHERE r.team = $1 AND r.project = $2 AND r.revision > $3 AND r.revision <= $4
+         ORDER BY r.revision",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(after)
+    .bind(upto)
+    .fetch_all(pool)
+    .await
+}
+
+/// Erases the content and hash of every version of `path` and of every proposal of it (closing
+/// the open ones); returns how many versions.
 pub async fn purge_versions(
     conn: &mut PgConnection,
     project: &ProjectId,
@@ -139,6 +273,27 @@ pub async fn purge_versions(
     .bind(path)
     .execute(&mut *conn)
     .await?;
+    // The review queue holds proposed content too: erase it, and close the path's open items
+    // (a proposal without content can be neither shown nor published).
+    sqlx::query(
+        "UPDATE proposals SET content = NULL, sha256 = NULL WHERE team = $1 AND project = $2 AND path = $3",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(path)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE proposals SET status = 'rejected', reviewed_by = $4, reviewed_at = now(),
+                reason = 'closed by a purge of the path: its content was erased'
+         WHERE team = $1 AND project = $2 AND path = $3 AND status IN ('pending', 'due', 'flagged')",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(path)
+    .bind(purged_by)
+    .execute(&mut *conn)
+    .await?;
     // Stored push answers carry file contents: empty every one that mentions the path, and mark
     // it purged, so that a retry with its key is answered "purged" instead of applied again.
     sqlx::query(
@@ -152,6 +307,61 @@ pub async fn purge_versions(
     .execute(&mut *conn)
     .await?;
     Ok(r.rows_affected())
+}
+
+/// A memory a rescan disabled, queued for a reviewer.
+pub struct Flagged<'a> {
+    pub path: &'a str,
+    /// The hash of the version the rescan disabled.
+    pub sha256: &'a str,
+    /// The `wire::VersionProvenance` of that version.
+    pub provenance: &'a serde_json::Value,
+    /// Which rules matched, on which lines.
+    pub reason: &'a str,
+    /// `[{"rule","line","column","fingerprint"}]`: never the matched text.
+    pub findings: &'a serde_json::Value,
+    /// Who flags it (the server's own principal).
+    pub by: &'a str,
+}
+
+/// Queues a disabled memory for review (kind and status `flagged`, op `put`): an open flagged
+/// item of the path is refreshed, an open due item is closed (the memory is disabled now, which
+/// is what rejecting it would have done). Returns the item's id.
+pub async fn flag_for_review(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    f: &Flagged<'_>,
+) -> sqlx::Result<i64> {
+    sqlx::query(
+        "UPDATE proposals SET status = 'rejected', reviewed_by = $4, reviewed_at = now(),
+                reason = 'closed: a rescan disabled the memory (see its flagged item)'
+         WHERE team = $1 AND project = $2 AND path = $3 AND kind = 'due' AND status = 'due'",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(f.path)
+    .bind(f.by)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query_scalar(
+        "INSERT INTO proposals (team, project, path, kind, op, status, base_sha256, author_sub,
+                                author_name, provenance, findings, reason)
+         VALUES ($1, $2, $3, 'flagged', 'put', 'flagged', $4, $5, $5, $6, $7, $8)
+         ON CONFLICT (team, project, path) WHERE kind <> 'change' AND status IN ('due', 'flagged')
+         DO UPDATE SET base_sha256 = EXCLUDED.base_sha256, provenance = EXCLUDED.provenance,
+                       findings = EXCLUDED.findings, reason = EXCLUDED.reason, created_at = now()
+         RETURNING id",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(f.path)
+    .bind(f.sha256)
+    .bind(f.by)
+    .bind(f.provenance)
+    .bind(f.findings)
+    .bind(f.reason)
+    .fetch_one(&mut *conn)
+    .await
 }
 
 /// Which of `hashes` an admin purged from `project`, with the path each was purged from.

@@ -363,12 +363,14 @@ pub struct Author<'a> {
     pub note: Option<&'a str>,
     /// `wire::VersionProvenance` of every version the revision writes.
     pub provenance: &'a serde_json::Value,
-    /// The scanner rule set that checked the content (`None`: not recorded).
+    /// Ignored: `write_revision` records the rule set of the process's scanner
+    /// (`memsync_core::scan::rule_set_id`), the one every write is screened with.
     pub rule_set: Option<&'a str>,
 }
 
 /// Writes one revision: bumps the counter, records the revision, appends every new version and
-/// moves the current state. Returns the new revision and its time.
+/// moves the current state. Every live version is recorded as checked by this process's scanner
+/// rule set (a write is screened with it). Returns the new revision and its time.
 pub async fn write_revision(
     conn: &mut PgConnection,
     project: &ProjectId,
@@ -466,8 +468,150 @@ pub async fn write_revision(
     .bind(author.provenance)
     .bind(&disabled)
     .bind(&named)
-    .bind(author.rule_set)
+    .bind(memsync_core::scan::rule_set_id())
     .execute(&mut *conn)
     .await?;
     Ok((revision, at))
+}
+
+/// Turns the tombstone `revision` wrote for `path` into one that disables the version before it
+/// (in the revision's own transaction): a rescan disables through the engine, whose batches of
+/// kind other than `disable` write plain tombstones.
+pub async fn mark_disabled(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    path: &str,
+    revision: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE memory_versions SET disabled = true
+         WHERE team = $1 AND project = $2 AND path = $3 AND revision = $4 AND deleted",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(path)
+    .bind(revision)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE memories SET disabled = true
+         WHERE team = $1 AND project = $2 AND path = $3 AND revision = $4 AND deleted",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(path)
+    .bind(revision)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The advisory lock held by whoever rescans ("memsync" and 2): one process at a time.
+const RESCAN_LOCK_KEY: i64 = 0x6d65_6d73_796e_6302;
+
+/// Takes the rescan lock on `conn` (a connection of its own: the lock lasts as long as its
+/// session) if nobody holds it.
+pub async fn try_lock_rescan(conn: &mut PgConnection) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(RESCAN_LOCK_KEY)
+        .fetch_one(conn)
+        .await
+}
+
+pub async fn unlock_rescan(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(RESCAN_LOCK_KEY)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// `rule_set` bound for the rescan queries: `None` selects every live memory (`rescan --all`),
+/// `Some(id)` those not checked by rule set `id`.
+fn stale_filter() -> &'static str {
+    "NOT m.deleted AND m.content IS NOT NULL
+     AND m.path <> 'MEMORY.md' AND m.path NOT LIKE '%/MEMORY.md'
+     AND ($1::text IS NULL OR m.rule_set IS DISTINCT FROM $1)"
+}
+
+/// Projects with live memories (not indexes) to rescan, in name order.
+pub async fn rescan_projects<'e>(
+    db: impl PgExecutor<'e>,
+    stale_for: Option<&str>,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT DISTINCT m.project FROM memories m WHERE {} ORDER BY m.project",
+        stale_filter()
+    )))
+    .bind(stale_for)
+    .fetch_all(db)
+    .await
+}
+
+/// A live memory to rescan, with the source of its version.
+#[derive(Debug, sqlx::FromRow)]
+pub struct RescanCandidate {
+    pub path: String,
+    pub revision: i64,
+    pub sha256: String,
+    pub content: String,
+    /// The version's stored `wire::VersionProvenance` (None for versions older than it).
+    pub provenance: Option<serde_json::Value>,
+    pub author_sub: String,
+    pub author_name: String,
+    pub written_at: DateTime<Utc>,
+}
+
+/// The next `limit` memories of `project` to rescan after path `after`, in path order.
+pub async fn rescan_candidates<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    stale_for: Option<&str>,
+    after: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<RescanCandidate>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT m.path, m.revision, m.sha256, m.content, v.provenance, r.author_sub,
+                r.author_name, r.created_at AS written_at
+         FROM memories m
+         JOIN memory_versions v
+           ON v.team = m.team AND v.project = m.project AND v.path = m.path AND v.revision = m.revision
+         JOIN revisions r ON r.team = m.team AND r.project = m.project AND r.revision = m.revision
+         WHERE m.team = $2 AND m.project = $3 AND m.path > $4 AND {}
+         ORDER BY m.path LIMIT $5",
+        stale_filter()
+    )))
+    .bind(stale_for)
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(after)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}
+
+/// Records that rule set `rule_set` checked these live versions (path, revision); a version a
+/// push replaced meanwhile is left alone (its push recorded its own rule set).
+pub async fn mark_checked<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    rule_set: &str,
+    versions: &[(String, i64)],
+) -> sqlx::Result<u64> {
+    let (paths, revisions): (Vec<&str>, Vec<i64>) =
+        versions.iter().map(|(p, r)| (p.as_str(), *r)).unzip();
+    let r = sqlx::query(
+        "UPDATE memories m SET rule_set = $3
+         FROM UNNEST($4::text[], $5::bigint[]) AS t(path, revision)
+         WHERE m.team = $1 AND m.project = $2 AND m.path = t.path AND m.revision = t.revision
+           AND NOT m.deleted",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(rule_set)
+    .bind(&paths)
+    .bind(&revisions)
+    .execute(db)
+    .await?;
+    Ok(r.rows_affected())
 }
