@@ -842,3 +842,101 @@ async fn proposals_are_held_and_refused_like_pushes_and_decisions_replay() {
     );
     assert_eq!(count(&db, "SELECT count(*) FROM proposals").await, 1);
 }
+
+/// A scanner rule the server does not have built in, for a rescan (`--scan-rules`).
+const ACME_RULE: &str = "[[rule]]\nid = \"acme-internal-token\"\ncategory = \"secret\"\npattern = 'ACME-[0-9A-Z]{16}'\ndescription = \"ACME internal token\"\n";
+
+#[tokio::test]
+async fn flagged_and_due_items_are_decided_by_enabling_and_disabling() {
+    let (mut server, db) = Server::start().await;
+    let t = team(&server);
+    let token = ["AC", "ME-", &aws_key_id(11)[4..]].concat();
+    let staging = note("staging", &format!("token {token}\n"));
+    let r = t
+        .ann
+        .push(
+            P,
+            &batch(vec![
+                put("staging.md", &staging, None),
+                put(
+                    "staging2.md",
+                    &note("staging2", &format!("also {token}\n")),
+                    None,
+                ),
+                put("style.md", &note("style", "Tabs.\n"), None),
+            ]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(set_review(&t.ann, "required", Some(30)).await.status, 200);
+    let mut conn = db.connect().await;
+    sqlx::query(
+        "UPDATE memories SET updated_at = now() - interval '40 days' WHERE path = 'style.md'",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+
+    // A rescan with a new rule disables the two memories and flags them for review.
+    server.kill();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(&rules, ACME_RULE).unwrap();
+    let out = server.cli(&["rescan", "--scan-rules", rules.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Back without the rule: what it flagged passes today's guards again.
+    server.restart();
+    let t = team(&server);
+    assert_eq!(pulled(&t.carol, "staging.md").await, None);
+    let open = list(&t.ann, &format!("project={P}")).await;
+    let item = |path: &str| {
+        let i = open
+            .iter()
+            .find(|i| i["path"] == path)
+            .unwrap_or_else(|| panic!("{path}: {open:?}"));
+        (
+            i["id"].as_i64().unwrap(),
+            i["status"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (flagged, status) = item("staging.md");
+    assert_eq!(status, "flagged");
+    let (flagged2, _) = item("staging2.md");
+    let (due, status) = item("style.md");
+    assert_eq!(status, "due");
+
+    // Approving a flagged item enables the memory; rejecting one leaves it disabled.
+    let r = approve(&t.ann, flagged, json!({ "note": "a test token" })).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["proposal"]["status"], "approved");
+    assert!(r.body["push"]["revision"].as_i64().is_some(), "{}", r.text);
+    assert_eq!(
+        pulled(&t.carol, "staging.md").await.as_deref(),
+        Some(staging.as_str())
+    );
+    let r = reject(&t.ann, flagged2, "a real leak").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["proposal"]["status"], "rejected");
+    assert_eq!(pulled(&t.carol, "staging2.md").await, None);
+
+    // Rejecting a due item disables the memory, with the reason.
+    let r = reject(&t.ann, due, "outdated").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["proposal"]["status"], "rejected");
+    assert_eq!(r.body["proposal"]["reason"], "outdated");
+    assert_eq!(pulled(&t.carol, "style.md").await, None);
+    let disabled = "SELECT count(*) FROM memories WHERE path = 'style.md' AND disabled";
+    assert_eq!(count(&db, disabled).await, 1);
+    assert!(list(&t.ann, &format!("project={P}")).await.is_empty());
+    let r = approve(&t.ann, due, json!({})).await;
+    assert_eq!((r.status, r.code()), (409, "conflict"), "{}", r.text);
+    assert_eq!(r.body["error"]["details"]["status"], "rejected");
+    // Each decision is audited once, with the revision that made it.
+    let decided = "SELECT count(*) FROM audit_log WHERE action IN ('proposal_approved', 'proposal_rejected') AND revision IS NOT NULL";
+    assert_eq!(count(&db, decided).await, 2);
+    assert_eq!(audited(&db, "proposal_rejected").await, 2);
+}

@@ -99,7 +99,7 @@ pub async fn reject(
         request_id: request_id(&headers),
         idem: key.with(&format!("proposal_reject {id}"), &body.sha256),
     };
-    let a = decision::reject(&state.pool, &actor, id, body.value).await?;
+    let a = decision::reject(&state.pool, state.limits, &actor, id, body.value).await?;
     Ok(answered(a))
 }
 

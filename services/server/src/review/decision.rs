@@ -1,8 +1,9 @@
 //! Deciding a queue item. Approving a proposed change publishes it through the sync engine (a
 //! revision of kind `approve` carrying the author's provenance and who approved it; a stale base
-//! merges three-way or answers 409); approving a due memory confirms it. Rejecting closes the
-//! item with a reason; an author may withdraw their own pending proposal the same way. Each
-//! decision commits with its audit row (and, for a publication, with its revision).
+//! merges three-way or answers 409); approving a due memory confirms it; approving a flagged one
+//! enables it. Rejecting closes the item with a reason (an author may withdraw their own pending
+//! proposal the same way); rejecting a due memory disables it, a flagged one stays disabled.
+//! Each decision commits with its audit row (and, for a revision, with the revision).
 
 use memsync_core::policy;
 use memsync_core::wire::{
@@ -16,6 +17,7 @@ use sqlx::{PgConnection, PgPool};
 use super::supersedes::with_supersedes;
 use super::{Seen, seen, summary};
 use crate::admin::audit::event as audit_event;
+use crate::admin::{self, memories::AdminAct};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotent::{self, Idem};
@@ -175,7 +177,7 @@ pub async fn approve(
     match p.kind {
         Kind::Change => publish(pool, limits, actor, project, &p, note, &body.supersedes).await,
         Kind::Due => confirm(pool, actor, project, &p, note).await,
-        Kind::Flagged => Err(release_pending(&p, "approve", "enable")),
+        Kind::Flagged => release(pool, limits, actor, project, &p, Release::Enable, note).await,
     }
 }
 
@@ -413,6 +415,7 @@ async fn confirm(
 
 pub async fn reject(
     pool: &PgPool,
+    limits: SyncLimits,
     actor: &Actor<'_>,
     id: i64,
     body: ProposalReject,
@@ -428,9 +431,17 @@ pub async fn reject(
     if !p.status.is_open() {
         return Err(closed(&p));
     }
-    match p.kind {
-        Kind::Due => return Err(release_pending(&p, "reject", "disable")),
-        Kind::Change | Kind::Flagged => {}
+    if p.kind == Kind::Due {
+        return release(
+            pool,
+            limits,
+            actor,
+            project,
+            &p,
+            Release::Disable,
+            Some(reason),
+        )
+        .await;
     }
     let mut tx = pool.begin().await?;
     lock_open(&mut tx, &p).await?;
@@ -458,13 +469,54 @@ pub async fn reject(
     .await
 }
 
-/// Approving a flagged item enables its memory, rejecting a due one disables it: both are
-/// `admin::release` transitions, not on this branch yet (see the report of this change).
-fn release_pending(p: &Proposal, decision: &str, transition: &str) -> ApiError {
-    ApiError::Conflict {
-        message: format!(
-            "to {decision} this item the server must {transition} its memory, which this server cannot do yet"
-        ),
-        details: json!({ "status": proposals::status_str(p.status) }),
+enum Release {
+    Enable,
+    Disable,
+}
+
+/// Approving a flagged item enables its memory; rejecting a due item disables it. Both are
+/// `admin::release` actions: their revision closes the item (approved, or rejected with the
+/// reason) and audits that, in the revision's transaction.
+async fn release(
+    pool: &PgPool,
+    limits: SyncLimits,
+    actor: &Actor<'_>,
+    project: &ProjectId,
+    p: &Proposal,
+    what: Release,
+    why: Option<String>,
+) -> ApiResult<Answer> {
+    let act = AdminAct {
+        principal: actor.principal,
+        project,
+        reason: why.as_deref().unwrap_or(""),
+        request_id: actor.request_id,
+        // The answer stored for a retry is the decision, below.
+        idem: None,
+    };
+    let push = match what {
+        Release::Enable => admin::release::enable(pool, limits, &act, &p.path).await?,
+        Release::Disable => admin::release::disable(pool, limits, &act, &p.path).await?,
+    };
+    let now = proposals::get(pool, p.id)
+        .await?
+        .ok_or_else(|| super::not_found(p.id))?;
+    let answer = ProposalDecision {
+        proposal: summary(&now),
+        push: Some(push),
+    };
+    if actor.idem.is_some() {
+        let mut tx = pool.begin().await?;
+        idempotent::remember(
+            &mut tx,
+            project.into(),
+            &actor.principal.claims.sub,
+            actor.idem.as_ref(),
+            200,
+            &answer,
+        )
+        .await?;
+        tx.commit().await?;
     }
+    Ok(Answer::Decided(Box::new(answer)))
 }

@@ -664,7 +664,7 @@ async fn commit(
         ..audit_base(meta)
     };
     audit::record_paths(&mut *tx, &event, &paths, &actions, &details).await?;
-    close_due(&mut *tx, project, &event, &paths).await?;
+    close_review_items(&mut *tx, meta, &event, &paths, revision).await?;
     let updated_at = rfc3339(at);
     Ok(PushResponse {
         project: project.to_string(),
@@ -692,23 +692,40 @@ async fn commit(
     })
 }
 
-/// A revision that changes, deletes or disables a memory closes its open due item: what became
-/// due is no longer there (the write re-confirms it, or it is gone). Audited with the revision.
-async fn close_due(
+/// A revision closes the open due and flagged items of the memories it writes (see
+/// `proposals::close_for_revision`), audited with the revision.
+async fn close_review_items(
     tx: &mut PgConnection,
-    project: &ProjectId,
+    meta: &PushMeta<'_>,
     event: &AuditEvent<'_>,
     paths: &[String],
+    revision: i64,
 ) -> ApiResult<()> {
-    let closed = proposals::close_due(&mut *tx, project, paths).await?;
+    let closed = proposals::close_for_revision(
+        &mut *tx,
+        meta.project,
+        paths,
+        meta.kind,
+        &meta.principal.claims.name,
+        meta.note,
+        revision,
+    )
+    .await?;
     if closed.is_empty() {
         return Ok(());
     }
-    let (paths, details): (Vec<String>, Vec<serde_json::Value>) = closed
-        .into_iter()
-        .map(|(id, path)| (path, json!({ "proposal_id": id, "kind": "due" })))
-        .unzip();
-    let actions = vec!["proposal_superseded"; paths.len()];
+    let mut paths = Vec::with_capacity(closed.len());
+    let mut actions = Vec::with_capacity(closed.len());
+    let mut details = Vec::with_capacity(closed.len());
+    for (id, path, kind, status, reason) in closed {
+        actions.push(match status.as_str() {
+            "rejected" => "proposal_rejected",
+            "approved" => "proposal_approved",
+            _ => "proposal_superseded",
+        });
+        details.push(json!({ "proposal_id": id, "kind": kind, "reason": reason, "by": meta.kind }));
+        paths.push(path);
+    }
     audit::record_paths(&mut *tx, event, &paths, &actions, &details).await?;
     Ok(())
 }
