@@ -672,16 +672,15 @@ async fn a_disabled_memory_comes_back_only_through_a_reviewer() {
         .push(P, &batch(vec![put("flaky.md", &text, None)]))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    // Disabled as `admin disable` leaves it (that route is not on this branch: set by SQL).
-    let mut conn = db.connect().await;
-    sqlx::raw_sql(
-        "UPDATE memories SET deleted = true, disabled = true, sha256 = NULL, content = NULL, size = 0
-         WHERE path = 'flaky.md';
-         UPDATE projects SET files = files - 1",
-    )
-    .execute(&mut conn)
-    .await
-    .unwrap();
+    let r = t
+        .ann
+        .post(
+            &format!("/v1/admin/projects/{P}/disable"),
+            &json!({ "path": "flaky.md", "reason": "flaky advice" }),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(pulled(&t.carol, "flaky.md").await, None);
 
     for review in ["off", "required"] {
         assert_eq!(set_review(&t.ann, review, None).await.status, 200);
