@@ -1,11 +1,13 @@
 //! The sync engine: pull the changes since a revision; push an atomic batch with per-file base
 //! versions, merged three-way with concurrent edits where they don't overlap (`push`, `decide`,
-//! `layout`; the team index in `index`, team feedback in `feedback`).
+//! `layout`; the team index in `index`, team feedback in `feedback`). Under `review = required`
+//! a push by a member who is not a reviewer becomes proposals (`propose`).
 
 mod decide;
 pub mod feedback;
 pub mod index;
 mod layout;
+mod propose;
 mod push;
 
 pub use push::{Stop, provenance_of, push, push_in, validation_failed};
@@ -121,6 +123,8 @@ impl<'a> PushMeta<'a> {
 
 pub enum PushOutcome {
     Applied(PushResponse),
+    /// Nothing was published: the changes became (or matched) proposals (answered with 202).
+    Proposed(PushResponse),
     /// The stored answer (status, body) of an earlier push with the same idempotency key.
     Replayed(u16, serde_json::Value),
 }
