@@ -410,6 +410,35 @@ async fn a_granted_reviewer_publishes_and_approves_others_but_not_their_own() {
     );
     assert_eq!(approve(&t.ann, his, json!({})).await.status, 200);
 
+    // A reviewer disables and enables (the release actions); a plain member may not.
+    let release = |c: &'static str| format!("/v1/admin/projects/{P}/{c}");
+    let body = json!({ "path": "e.md", "reason": "checking it" });
+    let r = send_json(
+        &t.bob,
+        reqwest::Method::POST,
+        &release("disable"),
+        Some(body.clone()),
+    )
+    .await;
+    assert_eq!((r.status, r.code()), (403, "forbidden"), "{}", r.text);
+    assert!(
+        r.text.contains("only reviewers of team `acme`"),
+        "{}",
+        r.text
+    );
+    let r = send_json(
+        &dave,
+        reqwest::Method::POST,
+        &release("disable"),
+        Some(body.clone()),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(pulled(&t.carol, "e.md").await.is_none());
+    let r = send_json(&dave, reqwest::Method::POST, &release("enable"), Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(pulled(&t.carol, "e.md").await.is_some());
+
     // Removing the grant: once, then 404 with a message.
     let r = send_json(&t.ann, reqwest::Method::DELETE, url, None).await;
     assert_eq!(r.status, 204, "{}", r.text);
@@ -425,6 +454,14 @@ async fn a_granted_reviewer_publishes_and_approves_others_but_not_their_own() {
         .push(P, &batch(vec![put("f.md", &note("f", "Again.\n"), None)]))
         .await;
     assert_eq!(r.status, 202, "a member again: {}", r.text);
+    let r = send_json(
+        &dave,
+        reqwest::Method::POST,
+        &format!("/v1/admin/projects/{P}/disable"),
+        Some(json!({ "path": "e.md" })),
+    )
+    .await;
+    assert_eq!((r.status, r.code()), (403, "forbidden"), "{}", r.text);
     assert_eq!(audited(&db, "reviewer_added").await, 1);
     assert_eq!(audited(&db, "reviewer_removed").await, 1);
 }

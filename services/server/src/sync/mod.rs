@@ -100,8 +100,6 @@ pub struct PushMeta<'a> {
     /// The versions' provenance when it is not this push's own (an approved proposal carries
     /// its author's); `None` builds it from the principal and the request's `provenance`.
     pub provenance: Option<VersionProvenance>,
-    /// The scanner rule set the server checks writes with (recorded with each live version).
-    pub rule_set: Option<&'a str>,
 }
 
 impl<'a> PushMeta<'a> {
@@ -116,7 +114,6 @@ impl<'a> PushMeta<'a> {
             kind,
             note: None,
             provenance: None,
-            rule_set: None,
         }
     }
 }

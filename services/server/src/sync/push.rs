@@ -308,7 +308,7 @@ async fn apply(
         reviewer,
     )
     .await?;
-    if meta.kind == "disable" {
+    if matches!(meta.kind, "disable" | "rescan") {
         // A disable is a tombstone that `enable` can undo: the version stays in history.
         for w in plan.writes.values_mut() {
             w.disabled = w.content.is_none();
@@ -630,7 +630,6 @@ async fn commit(
         kind: meta.kind,
         note: meta.note,
         provenance: &provenance_json,
-        rule_set: meta.rule_set,
     };
     let (revision, at) = memories::write_revision(
         &mut *tx,
