@@ -2,8 +2,9 @@
 //! in here, and tests can call domain functions in-process.
 //!
 //! Reading order: `http` (routes, extractors, middleware) calls the domains `sync` (pull and
-//! push), `admin` (audit, memories, release, projects, tokens, allowlist), `export` (the git
-//! export and its mirror) and `rescan` (published memories against new scanner rules); they decide with `memsync_core::policy` and keep their data through `store`
+//! push), `review` (release policy, reviewers, the review queue), `admin` (audit, memories,
+//! release, projects, tokens, allowlist), `export` (the git export and its mirror) and `rescan`
+//! (published memories against new scanner rules); they decide with `memsync_core::policy` and keep their data through `store`
 //! (all of the SQL), on the pool that `db` opens and supervises. `state` is what every handler
 //! shares; `auth` turns a request's credentials into a `Principal`.
 
@@ -17,6 +18,7 @@ pub mod http;
 pub mod idempotent;
 pub mod remote;
 pub mod rescan;
+pub mod review;
 pub mod state;
 pub mod store;
 pub mod sync;

@@ -283,7 +283,6 @@ async fn disable(
         }
         Err(e) => return Err(anyhow::Error::new(e).context(format!("disabling {}", memory.path))),
     };
-    memories::mark_disabled(&mut tx, project, &memory.path, resp.revision).await?;
     let listed: Vec<serde_json::Value> = findings
         .iter()
         .map(|f| {

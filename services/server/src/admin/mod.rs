@@ -35,6 +35,31 @@ pub fn administered(principal: &Principal, team: &str, name: &str) -> ApiResult<
     }
 }
 
+/// The project, when the caller reviews its team: a team admin, a server admin, or a user granted
+/// the reviewer role for the team (the release actions: disable, enable, rollback).
+pub async fn reviewed(
+    pool: &sqlx::PgPool,
+    principal: &Principal,
+    team: &str,
+    name: &str,
+) -> ApiResult<ProjectId> {
+    match administered(principal, team, name) {
+        Err(ApiError::Forbidden(_)) => {
+            let project = ProjectId::new(team, name)
+                .map_err(|e| ApiError::bad_request("invalid_project", e.to_string()))?;
+            if crate::review::is_reviewer(pool, principal, project.team()).await? {
+                Ok(project)
+            } else {
+                Err(ApiError::Forbidden(format!(
+                    "only reviewers of team `{}` (its admins, and users a team admin granted the reviewer role) can do this",
+                    project.team()
+                )))
+            }
+        }
+        other => other,
+    }
+}
+
 /// The teams whose audit log the caller may read: None for a server admin (all).
 pub fn audit_scope(principal: &Principal) -> ApiResult<Option<Vec<String>>> {
     if principal.claims.admin {

@@ -315,7 +315,7 @@ async fn release(
     body: JsonBody<AdminRelease>,
     enable: bool,
 ) -> ApiResult<Response> {
-    let project = admin::administered(&principal, &team, &name)?;
+    let project = admin::reviewed(&state.pool, &principal, &team, &name).await?;
     let b = body.value;
     let reason = b.reason.as_ref().map_or("", |r| r.as_str());
     let act = admin::memories::AdminAct {
@@ -373,7 +373,7 @@ pub async fn rollback(
     key: IdempotencyKey,
     body: JsonBody<AdminRollback>,
 ) -> ApiResult<Response> {
-    let project = admin::administered(&principal, &team, &name)?;
+    let project = admin::reviewed(&state.pool, &principal, &team, &name).await?;
     let b = body.value;
     let act = admin::memories::AdminAct {
         principal: &principal,

@@ -4,6 +4,7 @@
 mod admin;
 mod body;
 pub mod metrics;
+mod review;
 pub mod serve;
 
 use std::time::Duration;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, delete, get, post};
+use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 use memsync_core::ProjectId;
 use memsync_core::wire::WhoAmI;
@@ -36,6 +37,35 @@ fn routes() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/readyz", get(readyz)),
         ("GET", "/metrics", get(metrics::render)),
         ("GET", "/v1/me", get(whoami)),
+        ("GET", "/v1/proposals", get(review::list)),
+        ("GET", "/v1/proposals/{id}", get(review::show)),
+        ("POST", "/v1/proposals/{id}/approve", post(review::approve)),
+        ("POST", "/v1/proposals/{id}/reject", post(review::reject)),
+        (
+            "GET",
+            "/v1/admin/projects/{team}/{name}/settings",
+            get(review::get_settings),
+        ),
+        (
+            "PUT",
+            "/v1/admin/projects/{team}/{name}/settings",
+            put(review::put_settings),
+        ),
+        (
+            "GET",
+            "/v1/admin/teams/{team}/reviewers",
+            get(review::list_reviewers),
+        ),
+        (
+            "PUT",
+            "/v1/admin/teams/{team}/reviewers/{user}",
+            put(review::add_reviewer),
+        ),
+        (
+            "DELETE",
+            "/v1/admin/teams/{team}/reviewers/{user}",
+            delete(review::remove_reviewer),
+        ),
         ("GET", "/v1/projects/{team}/{name}", get(project_info)),
         ("GET", "/v1/projects/{team}/{name}/changes", get(pull)),
         ("POST", "/v1/projects/{team}/{name}/push", post(push)),
@@ -272,7 +302,7 @@ pub(crate) fn request_id(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// A project the caller may reach; another team's project is "not found", never "forbidden".
-fn reachable(principal: &Principal, team: &str, name: &str) -> ApiResult<ProjectId> {
+pub(crate) fn reachable(principal: &Principal, team: &str, name: &str) -> ApiResult<ProjectId> {
     let project = ProjectId::new(team, name)
         .map_err(|e| ApiError::bad_request("invalid_project", e.to_string()))?;
     if !principal.can_access(&project) {
@@ -281,17 +311,24 @@ fn reachable(principal: &Principal, team: &str, name: &str) -> ApiResult<Project
     Ok(project)
 }
 
-async fn whoami(principal: Principal) -> Json<WhoAmI> {
+/// The token's claims, and the teams where its user was granted the reviewer role (of the
+/// teams the token reaches).
+async fn whoami(State(state): State<AppState>, principal: Principal) -> ApiResult<Json<WhoAmI>> {
     let c = principal.claims;
-    Json(WhoAmI {
+    let reviewer = crate::store::reviewers::teams_of(&state.pool, &c.sub)
+        .await?
+        .into_iter()
+        .filter(|t| c.admin || c.teams.contains_key(t))
+        .collect();
+    Ok(Json(WhoAmI {
         sub: c.sub,
         name: c.name,
         email: c.email,
         teams: c.teams,
         admin: c.admin,
         expires_at: c.exp,
-        reviewer: Vec::new(),
-    })
+        reviewer,
+    }))
 }
 
 async fn project_info(
@@ -373,6 +410,7 @@ async fn push(
     };
     match sync::push(&state.pool, state.limits, meta, body.value).await? {
         PushOutcome::Applied(resp) => Ok(Json(resp).into_response()),
+        PushOutcome::Proposed(resp) => Ok((StatusCode::ACCEPTED, Json(resp)).into_response()),
         PushOutcome::Replayed(status, stored) => Ok(replayed_response(status, stored)),
     }
 }

@@ -363,9 +363,6 @@ pub struct Author<'a> {
     pub note: Option<&'a str>,
     /// `wire::VersionProvenance` of every version the revision writes.
     pub provenance: &'a serde_json::Value,
-    /// Ignored: `write_revision` records the rule set of the process's scanner
-    /// (`memsync_core::scan::rule_set_id`), the one every write is screened with.
-    pub rule_set: Option<&'a str>,
 }
 
 /// Writes one revision: bumps the counter, records the revision, appends every new version and
@@ -472,38 +469,6 @@ pub async fn write_revision(
     .execute(&mut *conn)
     .await?;
     Ok((revision, at))
-}
-
-/// Turns the tombstone `revision` wrote for `path` into one that disables the version before it
-/// (in the revision's own transaction): a rescan disables through the engine, whose batches of
-/// kind other than `disable` write plain tombstones.
-pub async fn mark_disabled(
-    conn: &mut PgConnection,
-    project: &ProjectId,
-    path: &str,
-    revision: i64,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "UPDATE memory_versions SET disabled = true
-         WHERE team = $1 AND project = $2 AND path = $3 AND revision = $4 AND deleted",
-    )
-    .bind(project.team())
-    .bind(project.as_str())
-    .bind(path)
-    .bind(revision)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "UPDATE memories SET disabled = true
-         WHERE team = $1 AND project = $2 AND path = $3 AND revision = $4 AND deleted",
-    )
-    .bind(project.team())
-    .bind(project.as_str())
-    .bind(path)
-    .bind(revision)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
 }
 
 /// The advisory lock held by whoever rescans ("memsync" and 2): one process at a time.

@@ -7,4 +7,7 @@ pub mod history;
 pub mod idempotency;
 pub mod memories;
 pub mod outbox;
+pub mod proposals;
+pub mod reviewers;
+pub mod settings;
 pub mod tokens;

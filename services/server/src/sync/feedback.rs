@@ -15,8 +15,9 @@ fn is_feedback(text: &str) -> bool {
 }
 
 /// Checks every feedback memory the batch writes against the project's other team feedback
-/// (and against each other), by `memsync_core::policy::team_feedback`. Ok: the paths superseded
-/// (to delete in this revision); Err: the contradictions.
+/// (and against each other), by `memsync_core::policy::team_feedback`. A memory the batch
+/// deletes is no longer team feedback. Ok: the paths superseded (to delete in this revision);
+/// Err: the contradictions.
 pub async fn check(
     conn: &mut PgConnection,
     project: &ProjectId,
@@ -30,8 +31,17 @@ pub async fn check(
     if !batch.iter().any(|(_, t)| is_feedback(t)) {
         return Ok(Ok(Vec::new()));
     }
+    let deleted: Vec<&str> = checked
+        .iter()
+        .filter(|c| c.op == PushOp::Delete)
+        .map(|c| c.path.as_str())
+        .collect();
     let live = memories::live_feedback_candidates(conn, project).await?;
-    let team: Vec<(&str, &str)> = live.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let team: Vec<(&str, &str)> = live
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .filter(|(p, _)| !deleted.contains(p))
+        .collect();
     Ok(policy::team_feedback(&batch, &team))
 }
 
@@ -42,13 +52,34 @@ pub async fn check_candidate(
     path: &str,
     text: &str,
 ) -> sqlx::Result<Vec<memsync_core::wire::FeedbackFinding>> {
+    findings(conn, project, path, text, None).await
+}
+
+/// A proposed version of team memory `path` against the project's other team feedback (its own
+/// published version is what it replaces, not a rule it could contradict). Reads only.
+pub async fn proposal_findings(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    path: &str,
+    text: &str,
+) -> sqlx::Result<Vec<memsync_core::wire::FeedbackFinding>> {
+    findings(conn, project, path, text, Some(path)).await
+}
+
+async fn findings(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    path: &str,
+    text: &str,
+    skip: Option<&str>,
+) -> sqlx::Result<Vec<memsync_core::wire::FeedbackFinding>> {
     if !is_feedback(text) {
         return Ok(Vec::new());
     }
     let team: Vec<(String, String)> = memories::live_feedback_candidates(conn, project).await?;
     let against: Vec<Note<'_>> = team
         .iter()
-        .filter(|(_, t)| is_feedback(t))
+        .filter(|(p, t)| Some(p.as_str()) != skip && is_feedback(t))
         .map(|(p, t)| Note {
             path: p.as_str(),
             text: t.as_str(),

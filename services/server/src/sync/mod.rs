@@ -1,11 +1,13 @@
 //! The sync engine: pull the changes since a revision; push an atomic batch with per-file base
 //! versions, merged three-way with concurrent edits where they don't overlap (`push`, `decide`,
-//! `layout`; the team index in `index`, team feedback in `feedback`).
+//! `layout`; the team index in `index`, team feedback in `feedback`). Under `review = required`
+//! a push by a member who is not a reviewer becomes proposals (`propose`).
 
 mod decide;
 pub mod feedback;
 pub mod index;
 mod layout;
+mod propose;
 mod push;
 
 pub use push::{Stop, provenance_of, push, push_in, validation_failed};
@@ -98,8 +100,6 @@ pub struct PushMeta<'a> {
     /// The versions' provenance when it is not this push's own (an approved proposal carries
     /// its author's); `None` builds it from the principal and the request's `provenance`.
     pub provenance: Option<VersionProvenance>,
-    /// The scanner rule set the server checks writes with (recorded with each live version).
-    pub rule_set: Option<&'a str>,
 }
 
 impl<'a> PushMeta<'a> {
@@ -114,13 +114,14 @@ impl<'a> PushMeta<'a> {
             kind,
             note: None,
             provenance: None,
-            rule_set: None,
         }
     }
 }
 
 pub enum PushOutcome {
     Applied(PushResponse),
+    /// Nothing was published: the changes became (or matched) proposals (answered with 202).
+    Proposed(PushResponse),
     /// The stored answer (status, body) of an earlier push with the same idempotency key.
     Replayed(u16, serde_json::Value),
 }

@@ -1,8 +1,10 @@
 //! A push, top to bottom: `push` (idempotency, then one transaction) runs `screen` (the checks
 //! that need no lock: the batch's static rules and the scanner), takes the project `lock`, then
 //! `apply`: the `layout_rules`, `plan` (each file's decision), `check` (the rules over the whole
-//! batch) and `commit` (the revision and its audit rows). A refusal at any step is a `Stop`:
-//! the transaction rolls back and the refusal is audited on its own.
+//! batch) and `commit` (the revision and its audit rows). Under `review = required`, a push by a
+//! member who is not a reviewer runs `propose` (in `propose.rs`) instead of `apply`: the same
+//! rules up to the plan, then proposals instead of a revision. A refusal at any step is a
+//! `Stop`: the transaction rolls back and the refusal is audited on its own.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -17,11 +19,12 @@ use sqlx::{PgConnection, PgPool};
 
 use super::decide::{Decision, decide};
 use super::layout::layout_rules;
-use super::{PushMeta, PushOutcome, SyncLimits, feedback, index};
+use super::{PushMeta, PushOutcome, SyncLimits, feedback, index, propose};
+use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::store::audit::{self, AuditEvent};
-use crate::store::idempotency;
 use crate::store::memories::{self, Author, NewState, Stored, rfc3339};
+use crate::store::{idempotency, proposals, settings};
 
 /// A push that stopped before committing: the error to answer and the audit event that records
 /// the refusal (written after the transaction is rolled back, outside it).
@@ -59,6 +62,34 @@ impl Stop {
             tracing::error!(error = %e, "could not write the audit log");
         }
         self.error
+    }
+}
+
+/// Whether the pusher reviews the project's team: asked of the database at most once per push,
+/// and only when a rule needs to know.
+pub(super) struct Reviewer<'a> {
+    principal: &'a Principal,
+    project: &'a ProjectId,
+    known: Option<bool>,
+}
+
+impl<'a> Reviewer<'a> {
+    fn new(principal: &'a Principal, project: &'a ProjectId) -> Self {
+        Reviewer {
+            principal,
+            project,
+            // Team admins and server admins review without a grant.
+            known: principal.is_team_admin(project).then_some(true),
+        }
+    }
+
+    pub(super) async fn is(&mut self, conn: &mut PgConnection) -> sqlx::Result<bool> {
+        if let Some(k) = self.known {
+            return Ok(k);
+        }
+        let k = crate::review::is_reviewer(&mut *conn, self.principal, self.project.team()).await?;
+        self.known = Some(k);
+        Ok(k)
     }
 }
 
@@ -110,12 +141,45 @@ pub async fn push(
     {
         return replay(stored, &meta.request_hash);
     }
-    let response = match apply(&mut tx, limits, &meta, &locked, checked, &req).await {
+    let mut reviewer = Reviewer::new(meta.principal, project);
+    let proposes = reviewer.known.is_none()
+        && settings::review_required(&mut tx, project).await?
+        && !reviewer.is(&mut tx).await?;
+    let applied = if proposes {
+        propose::propose(
+            &mut tx,
+            limits,
+            &meta,
+            &locked,
+            checked,
+            &req,
+            &mut reviewer,
+        )
+        .await
+    } else {
+        apply(
+            &mut tx,
+            limits,
+            &meta,
+            &locked,
+            checked,
+            &req,
+            &mut reviewer,
+        )
+        .await
+    };
+    let response = match applied {
         Ok(r) => r,
         Err(stop) => {
             drop(tx);
             return Err(stop.finish(pool, &audit_base).await);
         }
+    };
+    // Proposals were made (or matched): accepted for review, nothing published.
+    let status = if response.proposed.is_empty() {
+        200
+    } else {
+        202
     };
     if let Some(key) = meta.idempotency_key {
         let body = serde_json::to_value(&response).map_err(|e| ApiError::Internal(e.into()))?;
@@ -125,7 +189,7 @@ pub async fn push(
             &actor.sub,
             key,
             &meta.request_hash,
-            200,
+            status,
             &body,
         )
         .await?
@@ -142,12 +206,18 @@ pub async fn push(
         }
     }
     tx.commit().await?;
-    Ok(PushOutcome::Applied(response))
+    Ok(if status == 202 {
+        PushOutcome::Proposed(response)
+    } else {
+        PushOutcome::Applied(response)
+    })
 }
 
 /// Applies a batch inside the caller's transaction, which it may extend (an admin action adds its
-/// own audit row, a purge erases history) before committing: the action and its record commit
-/// together or not at all. A refusal is audited on its own and the caller must roll back.
+/// own audit row, a purge erases history, an approval closes its proposal) before committing:
+/// the action and its record commit together or not at all. A refusal is audited on its own and
+/// the caller must roll back. It always publishes: the callers (admin writes, approvals) are
+/// reviewers.
 pub async fn push_in(
     tx: &mut PgConnection,
     pool: &PgPool,
@@ -158,7 +228,8 @@ pub async fn push_in(
     let audit_base = audit_base(meta);
     let checked = screen(pool, limits, meta, &audit_base, req).await?;
     let locked = lock(tx, meta.project).await?;
-    match apply(tx, limits, meta, &locked, checked, req).await {
+    let mut reviewer = Reviewer::new(meta.principal, meta.project);
+    match apply(tx, limits, meta, &locked, checked, req, &mut reviewer).await {
         Ok(r) => Ok(r),
         Err(stop) => Err(stop.finish(pool, &audit_base).await),
     }
@@ -226,10 +297,18 @@ async fn apply(
     locked: &memories::LockedProject,
     checked: Vec<CheckedChange>,
     req: &PushRequest,
+    reviewer: &mut Reviewer<'_>,
 ) -> Result<PushResponse, Stop> {
     layout_rules(&mut *tx, meta, &checked, req.allow_purged).await?;
-    let mut plan = plan(&mut *tx, meta.project, &checked, limits.file.max_file_bytes).await?;
-    if meta.kind == "disable" {
+    let mut plan = plan(
+        &mut *tx,
+        meta.project,
+        &checked,
+        limits.file.max_file_bytes,
+        reviewer,
+    )
+    .await?;
+    if matches!(meta.kind, "disable" | "rescan") {
         // A disable is a tombstone that `enable` can undo: the version stays in history.
         for w in plan.writes.values_mut() {
             w.disabled = w.content.is_none();
@@ -240,9 +319,9 @@ async fn apply(
 }
 
 /// What the batch does, file by file, before the rules over the whole batch.
-struct Plan {
+pub(super) struct Plan {
     /// Memory writes and deletes, by path.
-    writes: BTreeMap<String, NewState>,
+    pub(super) writes: BTreeMap<String, NewState>,
     /// Index files the client sent (base, content): merged by `index::maintain`, not decided here.
     pushed_indexes: BTreeMap<String, (Option<Sha256>, Option<String>)>,
     /// The stored state of every path the plan touches.
@@ -250,15 +329,41 @@ struct Plan {
 }
 
 /// Step 2: each file's decision against the stored state (`decide`); any conflict stops the
-/// whole batch, with the server's versions in the answer.
-async fn plan(
+/// whole batch, with the server's versions in the answer. A disabled memory is written again
+/// only by a reviewer (deliberately); anyone else is told how to bring it back.
+pub(super) async fn plan(
     tx: &mut PgConnection,
     project: &ProjectId,
     checked: &[CheckedChange],
     max_file_bytes: usize,
+    reviewer: &mut Reviewer<'_>,
 ) -> Result<Plan, Stop> {
     let paths: Vec<String> = checked.iter().map(|c| c.path.as_str().to_owned()).collect();
     let current = memories::current(&mut *tx, project, &paths).await?;
+    let disabled: Vec<&str> = checked
+        .iter()
+        .filter(|c| c.op == PushOp::Put)
+        .map(|c| c.path.as_str())
+        .filter(|p| current.get(*p).is_some_and(|s| s.disabled))
+        .collect();
+    if !disabled.is_empty() && !reviewer.is(&mut *tx).await? {
+        return Err(Stop::refused(
+            disabled
+                .into_iter()
+                .map(|p| {
+                    Failure::new(
+                        p.to_owned(),
+                        "memory_disabled",
+                        format!(
+                            "{p} was disabled by a reviewer of team `{}`: it is kept but not distributed, and only a reviewer can bring it back (`memsync admin enable {p}`). Remove your copy, or ask a reviewer",
+                            project.team()
+                        ),
+                        None,
+                    )
+                })
+                .collect(),
+        ));
+    }
     let mut writes = BTreeMap::new();
     let mut pushed_indexes = BTreeMap::new();
     let mut conflicts = Vec::new();
@@ -359,15 +464,8 @@ async fn check(
     let project = meta.project;
     supersede(&mut *tx, project, checked, &mut plan).await?;
 
-    // Indexes follow their memories: the hold counts memory files on both sides.
     let deletes = plan.writes.values().filter(|w| w.content.is_none()).count();
-    if deletes > policy::MASS_DELETE_FLOOR && !req.allow_mass_delete {
-        let indexes = memories::live_index_count(&mut *tx, project).await?;
-        let live_memories = usize::try_from(locked.files - indexes).unwrap_or(0);
-        if let Some(f) = policy::mass_delete(deletes, live_memories, false) {
-            return Err(Stop::refused(vec![f]));
-        }
-    }
+    hold_mass_delete(&mut *tx, project, locked, deletes, req.allow_mass_delete).await?;
 
     let idx = index::maintain(
         &mut *tx,
@@ -403,6 +501,26 @@ async fn check(
         files_delta,
         bytes_delta,
     })
+}
+
+/// The mass-delete hold: a batch deleting more than max(50, 10 %) of the project's memories is
+/// held unless it says `allow_mass_delete`. Indexes follow their memories: the hold counts
+/// memory files on both sides.
+pub(super) async fn hold_mass_delete(
+    tx: &mut PgConnection,
+    project: &ProjectId,
+    locked: &memories::LockedProject,
+    deletes: usize,
+    allowed: bool,
+) -> Result<(), Stop> {
+    if deletes > policy::MASS_DELETE_FLOOR && !allowed {
+        let indexes = memories::live_index_count(&mut *tx, project).await?;
+        let live_memories = usize::try_from(locked.files - indexes).unwrap_or(0);
+        if let Some(f) = policy::mass_delete(deletes, live_memories, false) {
+            return Err(Stop::refused(vec![f]));
+        }
+    }
+    Ok(())
 }
 
 /// Team feedback must not contradict other team feedback, unless it supersedes it: the rules it
@@ -512,7 +630,6 @@ async fn commit(
         kind: meta.kind,
         note: meta.note,
         provenance: &provenance_json,
-        rule_set: meta.rule_set,
     };
     let (revision, at) = memories::write_revision(
         &mut *tx,
@@ -546,6 +663,7 @@ async fn commit(
         ..audit_base(meta)
     };
     audit::record_paths(&mut *tx, &event, &paths, &actions, &details).await?;
+    close_review_items(&mut *tx, meta, &event, &paths, revision).await?;
     let updated_at = rfc3339(at);
     Ok(PushResponse {
         project: project.to_string(),
@@ -571,6 +689,44 @@ async fn commit(
             .collect(),
         proposed: Vec::new(),
     })
+}
+
+/// A revision closes the open due and flagged items of the memories it writes (see
+/// `proposals::close_for_revision`), audited with the revision.
+async fn close_review_items(
+    tx: &mut PgConnection,
+    meta: &PushMeta<'_>,
+    event: &AuditEvent<'_>,
+    paths: &[String],
+    revision: i64,
+) -> ApiResult<()> {
+    let closed = proposals::close_for_revision(
+        &mut *tx,
+        meta.project,
+        paths,
+        meta.kind,
+        &meta.principal.claims.name,
+        meta.note,
+        revision,
+    )
+    .await?;
+    if closed.is_empty() {
+        return Ok(());
+    }
+    let mut paths = Vec::with_capacity(closed.len());
+    let mut actions = Vec::with_capacity(closed.len());
+    let mut details = Vec::with_capacity(closed.len());
+    for (id, path, kind, status, reason) in closed {
+        actions.push(match status.as_str() {
+            "rejected" => "proposal_rejected",
+            "approved" => "proposal_approved",
+            _ => "proposal_superseded",
+        });
+        details.push(json!({ "proposal_id": id, "kind": kind, "reason": reason, "by": meta.kind }));
+        paths.push(path);
+    }
+    audit::record_paths(&mut *tx, event, &paths, &actions, &details).await?;
+    Ok(())
 }
 
 /// The provenance of a push's versions: who pushed, with which token, and what the client said.
