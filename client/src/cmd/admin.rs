@@ -71,6 +71,13 @@ fn describe(cmd: &AdminCmd, settings: &Settings) -> (String, Need) {
         Need::TeamAdmin(p.map_or_else(|| "TEAM".into(), |p| p.team().to_owned()))
     };
     let here = team(settings.project.as_ref());
+    // Releasing is a reviewer's work too: team admins and the users granted the role.
+    let reviewer = Need::Reviewer(
+        settings
+            .project
+            .as_ref()
+            .map_or_else(|| "TEAM".into(), |p| p.team().to_owned()),
+    );
     match cmd {
         AdminCmd::Audit { .. } => ("admin audit".into(), Need::SomeAdmin),
         AdminCmd::History { .. } => ("admin history".into(), here),
@@ -79,9 +86,9 @@ fn describe(cmd: &AdminCmd, settings: &Settings) -> (String, Need) {
         AdminCmd::Rm { .. } => ("admin rm".into(), here),
         AdminCmd::Restore { .. } => ("admin restore".into(), here),
         AdminCmd::Purge { .. } => ("admin purge".into(), here),
-        AdminCmd::Disable { .. } => ("admin disable".into(), here),
-        AdminCmd::Enable { .. } => ("admin enable".into(), here),
-        AdminCmd::Rollback { .. } => ("admin rollback".into(), here),
+        AdminCmd::Disable { .. } => ("admin disable".into(), reviewer),
+        AdminCmd::Enable { .. } => ("admin enable".into(), reviewer),
+        AdminCmd::Rollback { .. } => ("admin rollback".into(), reviewer),
         AdminCmd::Project(p) => (
             match p {
                 ProjectCmd::Show => "admin project show",
