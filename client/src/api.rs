@@ -10,9 +10,10 @@
 use std::time::{Duration, Instant};
 
 use memsync_core::wire::{
-    AdminPathAction, AdminRestore, Allowlist, AllowlistAdd, ConflictDetails, ErrorBody,
-    ProjectInfo, PullResponse, PushRequest, PushResponse, TokenIssue, TokenIssued,
-    ValidationDetails, WhoAmI,
+    AdminPathAction, AdminRelease, AdminRestore, AdminRollback, Allowlist, AllowlistAdd,
+    ConflictDetails, ErrorBody, ProjectInfo, ProjectSettings, ProposalApprove, ProposalDecision,
+    ProposalDetail, ProposalList, ProposalReject, PullResponse, PushRequest, PushResponse,
+    Reviewers, TokenIssue, TokenIssued, ValidationDetails, WhoAmI,
 };
 use memsync_core::{MemoryPath, ProjectId};
 use reqwest::header::HeaderMap;
@@ -62,6 +63,11 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// The server has no such route: it is older than this client.
+    pub fn is_unknown_route(&self) -> bool {
+        matches!(self, ApiError::Server { status: 404, code, .. } if code == "not_found")
+    }
+
     /// True when the failure says nothing about the data: offline, timeouts, 5xx.
     pub fn is_transient(&self) -> bool {
         matches!(
@@ -139,10 +145,17 @@ impl Request {
     }
 
     fn post(url: Url, body: &impl Serialize) -> Result<Request, ApiError> {
-        let bytes = serde_json::to_vec(body).map_err(|e| ApiError::Protocol(e.to_string()))?;
-        let mut r = Request::new(Method::POST, url);
-        r.body = Some(bytes);
-        Ok(r)
+        Request::new(Method::POST, url).json(body)
+    }
+
+    fn put(url: Url) -> Request {
+        Request::new(Method::PUT, url)
+    }
+
+    /// The request with `body` as its JSON body.
+    fn json(mut self, body: &impl Serialize) -> Result<Request, ApiError> {
+        self.body = Some(serde_json::to_vec(body).map_err(|e| ApiError::Protocol(e.to_string()))?);
+        Ok(self)
     }
 
     fn delete(url: Url) -> Request {
@@ -326,6 +339,37 @@ impl AuditQuery {
         }
         if let Some(c) = self.cursor {
             q.push(("cursor", c.to_string()));
+        }
+        q
+    }
+}
+
+/// The filters of `GET /v1/proposals` (`memsync review list`, `status`, the session-start hook).
+#[derive(Debug, Default, Clone)]
+pub struct ProposalQuery {
+    /// `team/name`; None: every project the token reviews (or has proposed to).
+    pub project: Option<String>,
+    /// `open`, `all`, `pending`, `rejected`; None: the server's default.
+    pub status: Option<String>,
+    /// Only the caller's own proposals.
+    pub mine: bool,
+    pub limit: Option<u32>,
+}
+
+impl ProposalQuery {
+    fn pairs(&self) -> Vec<(&'static str, String)> {
+        let mut q = Vec::new();
+        if let Some(p) = &self.project {
+            q.push(("project", p.clone()));
+        }
+        if let Some(s) = &self.status {
+            q.push(("status", s.clone()));
+        }
+        if self.mine {
+            q.push(("mine", "true".into()));
+        }
+        if let Some(l) = self.limit {
+            q.push(("limit", l.to_string()));
         }
         q
     }
@@ -593,6 +637,19 @@ impl ApiClient {
         })
     }
 
+    /// A write whose success may come with a JSON body or none (204, or an empty 200).
+    async fn maybe_json(
+        &self,
+        req: Request,
+        project: Option<&ProjectId>,
+    ) -> Result<Option<serde_json::Value>, ApiError> {
+        let answer = self.send(&req).await?;
+        if answer.status.is_success() && answer.body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        json_or_error(answer, project).map(Some)
+    }
+
     /// A write answered 204 on success.
     async fn no_content(&self, req: Request, project: Option<&ProjectId>) -> Result<(), ApiError> {
         let answer = self.send(&req).await?;
@@ -853,6 +910,145 @@ impl ApiClient {
                 format!("Check with `memsync admin tokens list` before issuing another: a new run is a new request, and would issue a second token for {user} (revoke one you will not use with `memsync admin tokens revoke JTI`)"),
             );
         self.applied(req, None).await
+    }
+
+    /// `GET /v1/proposals`: the review queue, or the caller's own proposals.
+    pub async fn proposals(&self, q: &ProposalQuery) -> Result<ProposalList, ApiError> {
+        self.get(self.url(&["v1", "proposals"], &q.pairs()), None)
+            .await
+    }
+
+    pub async fn proposal(&self, id: i64) -> Result<ProposalDetail, ApiError> {
+        self.get(self.url(&["v1", "proposals", &id.to_string()], &[]), None)
+            .await
+    }
+
+    pub async fn approve(
+        &self,
+        id: i64,
+        req: &ProposalApprove,
+        key: &IdempotencyKey,
+    ) -> Result<Applied<ProposalDecision>, ApiError> {
+        let req = Request::post(
+            self.url(&["v1", "proposals", &id.to_string(), "approve"], &[]),
+            req,
+        )?
+        .idempotent(key)
+        .write(
+            format!("approving proposal #{id}"),
+            format!("Check with `memsync review show {id}` before approving it again"),
+        );
+        self.applied(req, None).await
+    }
+
+    pub async fn reject(
+        &self,
+        id: i64,
+        req: &ProposalReject,
+        key: &IdempotencyKey,
+    ) -> Result<Applied<ProposalDecision>, ApiError> {
+        let req = Request::post(
+            self.url(&["v1", "proposals", &id.to_string(), "reject"], &[]),
+            req,
+        )?
+        .idempotent(key)
+        .write(
+            format!("rejecting proposal #{id}"),
+            format!("Check with `memsync review show {id}` before rejecting it again"),
+        );
+        self.applied(req, None).await
+    }
+
+    pub async fn project_settings(&self, project: &ProjectId) -> Result<ProjectSettings, ApiError> {
+        self.get(
+            self.admin_project_url(project, "settings", &[]),
+            Some(project),
+        )
+        .await
+    }
+
+    /// Not retried: the server takes no `Idempotency-Key` here.
+    pub async fn set_project_settings(
+        &self,
+        project: &ProjectId,
+        settings: &ProjectSettings,
+    ) -> Result<ProjectSettings, ApiError> {
+        let req = Request::put(self.admin_project_url(project, "settings", &[]))
+            .json(settings)?
+            .write(
+                format!("changing the settings of {project}"),
+                "Check with `memsync admin project show` before running the command again",
+            );
+        self.call(req, Some(project)).await
+    }
+
+    pub async fn reviewers(&self, team: &str) -> Result<Reviewers, ApiError> {
+        self.get(
+            self.url(&["v1", "admin", "teams", team, "reviewers"], &[]),
+            None,
+        )
+        .await
+    }
+
+    /// Grants (`add`) or withdraws the reviewer role. Not retried: the server takes no
+    /// `Idempotency-Key` here.
+    pub async fn set_reviewer(
+        &self,
+        team: &str,
+        user: &str,
+        add: bool,
+    ) -> Result<Option<serde_json::Value>, ApiError> {
+        let url = self.url(&["v1", "admin", "teams", team, "reviewers", user], &[]);
+        let (req, what) = if add {
+            (
+                Request::put(url),
+                format!("making {user} a reviewer of team {team}"),
+            )
+        } else {
+            (
+                Request::delete(url),
+                format!("removing {user} from the reviewers of team {team}"),
+            )
+        };
+        let req = req.write(
+            what,
+            format!("Check with `memsync admin reviewer list --team {team}` before running the command again"),
+        );
+        self.maybe_json(req, None).await
+    }
+
+    /// `disable` or `enable` of a memory, for everyone.
+    pub async fn admin_release(
+        &self,
+        project: &ProjectId,
+        action: &str,
+        req: &AdminRelease,
+        key: &IdempotencyKey,
+    ) -> Result<Applied<PushResponse>, ApiError> {
+        let path = req.path.as_str();
+        let req = Request::post(self.admin_project_url(project, action, &[]), req)?
+            .idempotent(key)
+            .write(
+                format!("the {action} of {path} in {project}"),
+                format!("Check with `memsync admin history {path}` before running it again"),
+            );
+        self.applied(req, Some(project)).await
+    }
+
+    pub async fn admin_rollback(
+        &self,
+        project: &ProjectId,
+        req: &AdminRollback,
+        key: &IdempotencyKey,
+    ) -> Result<Applied<PushResponse>, ApiError> {
+        let path = req.path.as_str();
+        let req = Request::post(self.admin_project_url(project, "rollback", &[]), req)?
+            .idempotent(key)
+            .write(
+                format!("the rollback of {path} in {project}"),
+                format!("Check with `memsync admin history {path}` before rolling it back again"),
+            );
+        self.applied(req, Some(project)).await
     }
 
     /// Not retried: the server takes no `Idempotency-Key` here.

@@ -147,6 +147,8 @@ pub struct CheckReport {
     /// Private feedback against team feedback (contradictions without `overrides:`, and
     /// related pairs for information).
     pub conflicts: Vec<crate::feedback::PrivateConflict>,
+    /// Team and private memories that name repository paths gone from the working tree.
+    pub stale: Vec<crate::stale::Stale>,
     pub files: usize,
 }
 
@@ -155,6 +157,7 @@ impl CheckReport {
         !self.findings.is_empty()
             || self.problems.iter().any(|p| p.error)
             || self.conflicts.iter().any(|c| c.kind == "contradiction")
+            || !self.stale.is_empty()
     }
 }
 

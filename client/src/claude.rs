@@ -12,7 +12,10 @@ use crate::config::{Env, claude_dir};
 
 /// The arguments of memsync's hooks, after the program.
 pub const SESSION_START_ARGS: &str = "hook session-start";
-pub const SESSION_END_ARGS: &str = "push --quiet";
+pub const SESSION_END_ARGS: &str = "hook session-end";
+/// The first argument of the `SessionEnd` hook memsync installed before `hook session-end`
+/// (`push --quiet`): upgraded in place, since it pushes without the session's id.
+pub const LEGACY_SESSION_END: &str = "push";
 
 /// Seconds Claude Code waits for each hook; the pull inside has its own shorter deadline.
 const SESSION_START_TIMEOUT: u64 = 10;
@@ -26,6 +29,9 @@ pub struct InstallOutcome {
     pub added: Vec<&'static str>,
     /// The events whose memsync hook now runs another binary (the one that installed it).
     pub updated: Vec<&'static str>,
+    /// The events whose memsync hook of an older memsync was replaced by today's (a
+    /// `SessionEnd` `push` that now runs `hook session-end`).
+    pub upgraded: Vec<&'static str>,
 }
 
 /// One of memsync's hooks found in a settings.json.
@@ -38,21 +44,27 @@ pub struct InstalledHook {
     /// The program it runs (shell quoting undone): an absolute path, or a bare name looked up
     /// in `PATH`.
     pub program: String,
+    /// An older memsync's form of the hook (`push` at `SessionEnd`), which `install-hook`
+    /// upgrades.
+    pub legacy: bool,
 }
 
-/// memsync's two hooks: (event, what the key is called in messages, arguments, timeout).
-const HOOKS: [(&str, &str, &str, u64); 2] = [
+/// memsync's two hooks: (event, what the key is called in messages, arguments, timeout, the
+/// first argument of an older form that is upgraded).
+const HOOKS: [(&str, &str, &str, u64, Option<&str>); 2] = [
     (
         "SessionStart",
         "`hooks.SessionStart`",
         SESSION_START_ARGS,
         SESSION_START_TIMEOUT,
+        None,
     ),
     (
         "SessionEnd",
         "`hooks.SessionEnd`",
         SESSION_END_ARGS,
         SESSION_END_TIMEOUT,
+        Some(LEGACY_SESSION_END),
     ),
 ];
 
@@ -101,8 +113,9 @@ pub fn hook_command(program: &Path, args: &str) -> String {
 /// Adds memsync's hooks to a Claude Code settings.json, keeping every other setting and hook.
 /// Each runs `program` (the absolute path of the memsync that installs them), so the hooks work
 /// whatever `PATH` Claude Code has. memsync's hooks already there (a command whose program is
-/// named `memsync`, with memsync's arguments) keep their arguments and get `program`; running
-/// it twice changes nothing.
+/// named `memsync`, with memsync's arguments) keep their arguments and get `program`; an older
+/// memsync's `SessionEnd` hook (`memsync push …`) becomes `<program> hook session-end` where it
+/// is; running it twice changes nothing.
 pub fn install_hooks(settings_path: &Path, program: &Path) -> Result<InstallOutcome, ClaudeError> {
     // A settings.json that is a symlink (dotfile managers) is updated where it points, so the
     // link survives the rename.
@@ -118,13 +131,13 @@ pub fn install_hooks(settings_path: &Path, program: &Path) -> Result<InstallOutc
     let mut root =
         read_settings(&target, settings_path)?.unwrap_or_else(|| Value::Object(Map::new()));
 
-    let (added, updated) =
+    let (added, updated, upgraded) =
         add_hooks(&mut root, program).map_err(|(key, expected)| ClaudeError::WrongType {
             path: settings_path.to_path_buf(),
             key,
             expected,
         })?;
-    let changed = !added.is_empty() || !updated.is_empty();
+    let changed = !added.is_empty() || !updated.is_empty() || !upgraded.is_empty();
 
     if changed {
         let mut out = serde_json::to_string_pretty(&root).map_err(|e| ClaudeError::Write {
@@ -145,6 +158,7 @@ pub fn install_hooks(settings_path: &Path, program: &Path) -> Result<InstallOutc
         changed,
         added,
         updated,
+        upgraded,
     })
 }
 
@@ -154,19 +168,25 @@ pub fn installed_hooks(settings_path: &Path) -> Result<Vec<InstalledHook>, Claud
         return Ok(Vec::new());
     };
     let mut found = Vec::new();
-    for (event, _, args, _) in HOOKS {
+    for (event, _, args, _, legacy) in HOOKS {
         let mut commands = Vec::new();
         if let Some(groups) = root.get("hooks").and_then(|h| h.get(event)) {
             collect_commands(groups, &mut commands);
         }
         for command in commands {
-            if let Some((program, _)) = memsync_command(&command, args) {
-                found.push(InstalledHook {
-                    event,
-                    command,
-                    program,
-                });
-            }
+            let (program, legacy) = match memsync_command(&command, args) {
+                Some((program, _)) => (program, false),
+                None => match legacy.and_then(|l| memsync_command(&command, l)) {
+                    Some((program, _)) => (program, true),
+                    None => continue,
+                },
+            };
+            found.push(InstalledHook {
+                event,
+                command,
+                program,
+                legacy,
+            });
         }
     }
     Ok(found)
@@ -210,7 +230,8 @@ type TypeProblem = (&'static str, &'static str);
 
 type Events = Vec<&'static str>;
 
-fn add_hooks(root: &mut Value, program: &Path) -> Result<(Events, Events), TypeProblem> {
+/// (added, updated, upgraded) events.
+fn add_hooks(root: &mut Value, program: &Path) -> Result<(Events, Events, Events), TypeProblem> {
     let root = root
         .as_object_mut()
         .ok_or(("the top level", "a JSON object"))?;
@@ -223,7 +244,7 @@ fn add_hooks(root: &mut Value, program: &Path) -> Result<(Events, Events), TypeP
     let hooks = hooks.as_object_mut().ok_or(("`hooks`", "a JSON object"))?;
 
     // Check every event before changing any, so an error leaves the document as it was.
-    for (event, key, _, _) in HOOKS {
+    for (event, key, _, _, _) in HOOKS {
         if let Some(v) = hooks.get(event)
             && !(v.is_array() || v.is_null())
         {
@@ -232,19 +253,22 @@ fn add_hooks(root: &mut Value, program: &Path) -> Result<(Events, Events), TypeP
     }
 
     let quoted = shell_quote(&program.to_string_lossy());
-    let (mut added, mut updated) = (Vec::new(), Vec::new());
-    for (event, _, args, timeout) in HOOKS {
+    let (mut added, mut updated, mut upgraded) = (Vec::new(), Vec::new(), Vec::new());
+    for (event, _, args, timeout, legacy) in HOOKS {
         let groups = hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()));
         if groups.is_null() {
             *groups = Value::Array(Vec::new());
         }
-        let (found, rewritten) = repoint(groups, args, &quoted);
-        if rewritten {
+        let r = repoint(groups, args, legacy, &quoted);
+        if r.repointed {
             updated.push(event);
         }
-        if found {
+        if r.upgraded {
+            upgraded.push(event);
+        }
+        if r.found {
             continue;
         }
         if let Value::Array(groups) = groups {
@@ -254,45 +278,60 @@ fn add_hooks(root: &mut Value, program: &Path) -> Result<(Events, Events), TypeP
             added.push(event);
         }
     }
-    Ok((added, updated))
+    Ok((added, updated, upgraded))
 }
 
-/// Points every memsync hook with `args` under `value` at `quoted_program`: (any found, any
-/// changed).
-fn repoint(value: &mut Value, args: &str, quoted_program: &str) -> (bool, bool) {
-    let (mut found, mut changed) = (false, false);
+/// What `repoint` found and did.
+#[derive(Default)]
+struct Repointed {
+    found: bool,
+    /// A hook now runs the new program.
+    repointed: bool,
+    /// An older form was replaced by `<program> <args>`.
+    upgraded: bool,
+}
+
+/// Points every memsync hook with `args` under `value` at `quoted_program`, and replaces every
+/// older form (a memsync command whose first argument is `legacy`) with `quoted_program args`.
+fn repoint(value: &mut Value, args: &str, legacy: Option<&str>, quoted_program: &str) -> Repointed {
+    let mut out = Repointed::default();
+    let mut merge = |r: Repointed| {
+        out.found |= r.found;
+        out.repointed |= r.repointed;
+        out.upgraded |= r.upgraded;
+    };
     match value {
         Value::Array(items) => {
             for v in items {
-                let (f, c) = repoint(v, args, quoted_program);
-                found |= f;
-                changed |= c;
+                merge(repoint(v, args, legacy, quoted_program));
             }
         }
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
                 match v {
                     Value::String(command) if k == "command" => {
+                        let mut r = Repointed::default();
                         if let Some((_, rest)) = memsync_command(command, args) {
-                            found = true;
+                            r.found = true;
                             let new = format!("{quoted_program}{rest}");
                             if *command != new {
                                 *command = new;
-                                changed = true;
+                                r.repointed = true;
                             }
+                        } else if legacy.is_some_and(|l| memsync_command(command, l).is_some()) {
+                            r.found = true;
+                            r.upgraded = true;
+                            *command = format!("{quoted_program} {args}");
                         }
+                        merge(r);
                     }
-                    other => {
-                        let (f, c) = repoint(other, args, quoted_program);
-                        found |= f;
-                        changed |= c;
-                    }
+                    other => merge(repoint(other, args, legacy, quoted_program)),
                 }
             }
         }
         _ => {}
     }
-    (found, changed)
+    out
 }
 
 /// Every `"command"` string under `value`.
@@ -319,10 +358,7 @@ fn memsync_command<'a>(command: &'a str, args: &str) -> Option<(String, &'a str)
     let name = program.rsplit('/').next().unwrap_or(&program);
     let wanted: Vec<&str> = args.split_whitespace().collect();
     let given: Vec<&str> = rest.split_whitespace().take(wanted.len()).collect();
-    // `push --quiet` is memsync's, and so is a `push` someone edited the flags of.
-    let matches =
-        given == wanted || (wanted.first() == Some(&"push") && given.first() == Some(&"push"));
-    (name == "memsync" && matches).then_some((program, rest))
+    (name == "memsync" && given == wanted).then_some((program, rest))
 }
 
 /// The first shell word of `s` (quotes and backslashes undone) and the rest of `s` after it.
@@ -518,20 +554,26 @@ mod tests {
                 Some("/usr/local/bin/memsync"),
             ),
             (
-                "'/a b/memsync' push --quiet",
+                "'/a b/memsync' hook session-end",
                 SESSION_END_ARGS,
+                Some("/a b/memsync"),
+            ),
+            (
+                "'/a b/memsync' push --quiet",
+                LEGACY_SESSION_END,
                 Some("/a b/memsync"),
             ),
             (
                 "\"/a b/memsync\" push",
-                SESSION_END_ARGS,
+                LEGACY_SESSION_END,
                 Some("/a b/memsync"),
             ),
             (
                 "/a\\ b/memsync push --quiet",
-                SESSION_END_ARGS,
+                LEGACY_SESSION_END,
                 Some("/a b/memsync"),
             ),
+            ("memsync push --quiet", SESSION_END_ARGS, None),
             ("memsync push --quiet", SESSION_START_ARGS, None),
             ("memsync-old hook session-start", SESSION_START_ARGS, None),
             ("echo memsync hook session-start", SESSION_START_ARGS, None),
@@ -552,6 +594,37 @@ mod tests {
             first_word(&shell_quote("/it's here/memsync")).unwrap().0,
             "/it's here/memsync"
         );
+    }
+
+    #[test]
+    fn an_older_session_end_push_is_upgraded_where_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("settings.json");
+        fs::write(
+            &path,
+            r#"{"hooks":{"SessionEnd":[{"matcher":"","hooks":[
+                {"type":"command","command":"echo bye"},
+                {"type":"command","command":"/old/bin/memsync push --quiet","timeout":30}]}]}}"#,
+        )
+        .unwrap();
+        let found = installed_hooks(&path).unwrap();
+        assert_eq!(found.len(), 1);
+        assert!(found[0].legacy && found[0].event == "SessionEnd");
+        let out = install_hooks(&path).unwrap();
+        assert_eq!(out.added, ["SessionStart"]);
+        assert_eq!(out.upgraded, ["SessionEnd"]);
+        assert!(out.updated.is_empty());
+        let v = read_json(&path);
+        let end = &v["hooks"]["SessionEnd"];
+        assert_eq!(end.as_array().unwrap().len(), 1, "{end}");
+        let hooks = end[0]["hooks"].as_array().unwrap();
+        assert_eq!(hooks[0]["command"], "echo bye");
+        assert_eq!(hooks[1]["command"], self::end());
+        assert_eq!(hooks[1]["timeout"], 30);
+        assert!(!installed_hooks(&path).unwrap().iter().any(|h| h.legacy));
+        // Done once: nothing changes the second time.
+        let again = install_hooks(&path).unwrap();
+        assert!(!again.changed, "{again:?}");
     }
 
     #[test]

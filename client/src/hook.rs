@@ -1,4 +1,5 @@
 //! Claude Code's `SessionStart` hook: what memsync tells the agent at the start of a session.
+//! (The `SessionEnd` hook reads the same input and prints nothing: it pushes.)
 
 use std::path::Path;
 
@@ -67,7 +68,8 @@ fn age_days(updated_at: &str, now: chrono::DateTime<chrono::Utc>) -> Option<i64>
 }
 
 /// The context for the agent. `sync_note` is one line about this session's pull (None when it
-/// went through).
+/// went through); `notices` are lines about the user's proposals and possibly stale memories.
+#[allow(clippy::too_many_arguments)]
 pub fn context(
     project: &str,
     team_dir: &Path,
@@ -75,6 +77,7 @@ pub fn context(
     index: Option<&str>,
     sync_note: Option<&str>,
     feedback: &[crate::feedback::PrivateConflict],
+    notices: &[String],
     now: chrono::DateTime<chrono::Utc>,
 ) -> String {
     let mut c = String::new();
@@ -107,6 +110,10 @@ pub fn context(
             "Not shared with the team: {path} ({}: {}).\n",
             r.rule, r.message
         ));
+    }
+    for line in notices {
+        c.push_str(line.trim_end());
+        c.push('\n');
     }
     let mut old: Vec<(i64, &str)> = state
         .files
@@ -167,6 +174,7 @@ mod tests {
                 sha256: sha,
                 updated_at: Some("2026-11-20T12:00:00Z".into()),
                 author: None,
+                named_paths: Vec::new(),
             },
         );
         st.files.insert(
@@ -175,6 +183,7 @@ mod tests {
                 sha256: sha,
                 updated_at: Some("2026-11-30T11:00:00Z".into()),
                 author: None,
+                named_paths: Vec::new(),
             },
         );
         st.conflicts.insert(
@@ -199,6 +208,7 @@ mod tests {
             Some("- [A](a.md) — a\n"),
             Some("memsync: offline"),
             &fb,
+            &["memsync: your proposal `p.md` (#3) waits for review".to_owned()],
             now,
         );
         assert!(
@@ -210,6 +220,7 @@ mod tests {
         assert!(c.contains("Conflict in team memory x.md"));
         assert!(c.contains("old.md (10 days)") && !c.contains("new.md ("));
         assert!(c.contains("- [A](a.md) — a"));
+        assert!(c.contains("memsync: your proposal `p.md` (#3) waits for review\n"));
     }
 
     #[test]

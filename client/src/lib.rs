@@ -10,5 +10,7 @@ pub mod feedback;
 pub mod fsops;
 pub mod hook;
 pub mod paths;
+pub mod provenance;
+pub mod stale;
 pub mod state;
 pub mod sync;

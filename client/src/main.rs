@@ -77,15 +77,22 @@ pub(crate) enum Cmd {
         #[arg(long)]
         restore_deleted: bool,
     },
-    /// Send local changes of the team dir to the server.
+    /// Send local changes of the team dir to the server (under review: propose them).
     Push {
         #[arg(long)]
         allow_mass_delete: bool,
+        /// The agent session that wrote the changes, kept in the provenance of every version
+        /// the push makes (env MEMSYNC_SESSION_ID).
+        #[arg(long)]
+        session_id: Option<String>,
     },
     /// Pull, then push.
     Sync {
         #[arg(long)]
         allow_mass_delete: bool,
+        /// As for `push`.
+        #[arg(long)]
+        session_id: Option<String>,
     },
     /// What is ahead, behind, conflicted or refused.
     Status {
@@ -112,8 +119,12 @@ pub(crate) enum Cmd {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-    /// Every local check of the team dir: guards, memory format, indexes.
+    /// Every local check: guards, memory format, indexes, private vs team feedback, and
+    /// memories naming repository paths that no longer exist.
     Check,
+    /// Review proposed changes (reviewers), or see your own proposals.
+    #[command(subcommand)]
+    Review(ReviewCmd),
     /// The project's allowlist of scanner findings (team admins change it).
     #[command(subcommand)]
     Allowlist(AllowlistCmd),
@@ -140,6 +151,41 @@ pub(crate) enum HookCmd {
         /// Longest time the pull may take before the last synced copy is used.
         #[arg(long = "deadline", default_value = "3s", value_parser = cmd::parse_duration)]
         deadline: Duration,
+    },
+    /// Claude Code SessionEnd hook: push the team dir with the session's id, quietly. Never
+    /// fails.
+    SessionEnd {
+        /// Longest time the push may take; past it the changes stay for the next push.
+        #[arg(long = "deadline", default_value = "5s", value_parser = cmd::parse_duration)]
+        deadline: Duration,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ReviewCmd {
+    /// Open proposals of the project (reviewers: everyone's; members: their own).
+    List {
+        /// Every status, not only the open ones.
+        #[arg(long)]
+        all: bool,
+    },
+    /// One proposal: provenance, findings, and the diff against what is published.
+    Show { id: i64 },
+    /// Publish a proposal (or confirm a due or flagged memory).
+    Approve {
+        id: i64,
+        #[arg(long)]
+        note: Option<Text>,
+        /// A team file the approved feedback memory supersedes (deleted in the same revision);
+        /// repeatable.
+        #[arg(long)]
+        supersedes: Vec<String>,
+    },
+    /// Reject a proposal; its author sees the reason.
+    Reject {
+        id: i64,
+        #[arg(long)]
+        reason: Text,
     },
 }
 
@@ -211,6 +257,33 @@ pub(crate) enum AdminCmd {
         #[arg(long)]
         yes: bool,
     },
+    /// Stop distributing a memory (kept on the server; `enable` brings it back).
+    Disable {
+        path: String,
+        #[arg(long)]
+        reason: Option<Text>,
+    },
+    /// Distribute a disabled memory again.
+    Enable {
+        path: String,
+        #[arg(long)]
+        reason: Option<Text>,
+    },
+    /// Publish the version of a memory at an earlier revision as a new revision.
+    Rollback {
+        path: String,
+        /// The revision whose version comes back (see `memsync admin history`).
+        #[arg(long)]
+        to: i64,
+        #[arg(long)]
+        reason: Option<Text>,
+    },
+    /// The project's release policy (team admins).
+    #[command(subcommand)]
+    Project(ProjectCmd),
+    /// Who reviews a team's proposals besides its team admins (team admins).
+    #[command(subcommand)]
+    Reviewer(ReviewerCmd),
     /// Tokens (server admins).
     #[command(subcommand)]
     Tokens(TokensCmd),
@@ -221,6 +294,51 @@ pub(crate) enum AdminCmd {
         #[arg(long)]
         unarchive: Option<String>,
     },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ProjectCmd {
+    /// Print the project's release policy.
+    Show,
+    /// Change the project's release policy.
+    Set {
+        /// `required`: a push by a member who is not a reviewer becomes proposals.
+        #[arg(long, value_enum)]
+        review: Option<ReviewArg>,
+        /// Published memories unchanged for this many days come up for review (`off`: never).
+        #[arg(long, value_parser = cmd::admin::parse_review_after)]
+        review_after: Option<cmd::admin::ReviewAfter>,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ReviewerCmd {
+    /// Users granted the reviewer role for the team.
+    List {
+        /// Default: the project's team.
+        #[arg(long)]
+        team: Option<String>,
+    },
+    /// Grant the reviewer role (USER is the token's `sub`, the name given to `token issue --user`).
+    Add {
+        user: String,
+        /// Default: the project's team.
+        #[arg(long)]
+        team: Option<String>,
+    },
+    /// Withdraw the reviewer role.
+    Remove {
+        user: String,
+        /// Default: the project's team.
+        #[arg(long)]
+        team: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum ReviewArg {
+    Off,
+    Required,
 }
 
 #[derive(Subcommand)]
@@ -282,10 +400,17 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
-    if let Cmd::Hook(HookCmd::SessionStart { deadline }) = command {
-        // Never fails the session, whatever happens.
-        cmd::hook::session_start(g, deadline);
-        return Ok(cmd::OK);
+    // The hooks never fail the session, whatever happens.
+    match command {
+        Cmd::Hook(HookCmd::SessionStart { deadline }) => {
+            cmd::hook::session_start(g, deadline);
+            return Ok(cmd::OK);
+        }
+        Cmd::Hook(HookCmd::SessionEnd { deadline }) => {
+            cmd::hook::session_end(g, deadline);
+            return Ok(cmd::OK);
+        }
+        _ => {}
     }
     let cwd = cmd::cwd()?;
     match command {
@@ -295,12 +420,28 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
         Cmd::Pull { restore_deleted } => {
             cmd::sync::run(g, &cwd, cmd::sync::Direction::Pull { restore_deleted })
         }
-        Cmd::Push { allow_mass_delete } => {
-            cmd::sync::run(g, &cwd, cmd::sync::Direction::Push { allow_mass_delete })
-        }
-        Cmd::Sync { allow_mass_delete } => {
-            cmd::sync::run(g, &cwd, cmd::sync::Direction::Both { allow_mass_delete })
-        }
+        Cmd::Push {
+            allow_mass_delete,
+            session_id,
+        } => cmd::sync::run(
+            g,
+            &cwd,
+            cmd::sync::Direction::Push {
+                allow_mass_delete,
+                session_id: cmd::session_id(session_id),
+            },
+        ),
+        Cmd::Sync {
+            allow_mass_delete,
+            session_id,
+        } => cmd::sync::run(
+            g,
+            &cwd,
+            cmd::sync::Direction::Both {
+                allow_mass_delete,
+                session_id: cmd::session_id(session_id),
+            },
+        ),
         Cmd::Status { offline } => cmd::sync::status(g, &cwd, offline),
         Cmd::Diff { path } => cmd::sync::diff(g, &cwd, path.as_deref()),
         Cmd::Resolve { path, take } => {
@@ -313,10 +454,11 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
         }
         Cmd::Scan { paths } => cmd::check::scan(g, &cwd, &paths),
         Cmd::Check => cmd::check::check(g, &cwd),
+        Cmd::Review(c) => cmd::review::run(g, &cwd, c),
         Cmd::Allowlist(c) => cmd::allowlist::run(g, &cwd, c),
         Cmd::Admin(c) => cmd::admin::run(g, &cwd, c),
         Cmd::InstallHook { user } => cmd::hook::install_hook(g, &cwd, user),
         Cmd::Doctor => cmd::doctor::run(g, &cwd),
-        Cmd::Hook(HookCmd::SessionStart { .. }) => Ok(cmd::OK),
+        Cmd::Hook(_) => Ok(cmd::OK),
     }
 }

@@ -1,7 +1,8 @@
 //! Sync bookkeeping, kept outside the team dir (under `$XDG_STATE_HOME/memsync/<project>-<hash>/`)
 //! so it is never synced: the last pulled revision, the base of every synced file (its sha256 and
-//! a copy of its content, for three-way merges and diffs), open conflicts with the server's
-//! version, and files the server refused.
+//! a copy of its content, for three-way merges and diffs, and the repository paths it named when
+//! it was written, for staleness checks), open conflicts with the server's version, files the
+//! server refused, and files that became proposals waiting for a reviewer.
 //!
 //! Every write is atomic (temp file, fsync, rename), and an exclusive lock keeps two `memsync`
 //! processes (a hook and a manual pull, say) from interleaving.
@@ -11,6 +12,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use memsync_core::Sha256;
+use memsync_core::wire::{ProposalStatus, PushOp};
 use serde::{Deserialize, Serialize};
 
 use crate::atomic::Durability;
@@ -24,6 +26,10 @@ pub struct Tracked {
     pub updated_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
+    /// Repository paths the synced version names that existed in its author's working tree
+    /// (`FileState::named_paths`): checked for staleness at session start and by `check`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub named_paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -44,6 +50,31 @@ pub struct RefusedRecord {
     pub message: String,
 }
 
+/// A change a push sent that became a proposal (`review = required`): not sent again while the
+/// local file stays as it was proposed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProposedRecord {
+    pub id: i64,
+    pub op: PushOp,
+    /// The proposed content (None for a delete): the file as it is on disk while it waits.
+    pub sha256: Option<Sha256>,
+    /// As the server last said: `pending`, or `rejected` for content rejected before.
+    pub status: ProposalStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub at: String,
+}
+
+impl ProposedRecord {
+    /// Whether the file on disk (None: absent) is still what was proposed.
+    pub fn matches(&self, disk: Option<Sha256>) -> bool {
+        match self.op {
+            PushOp::Put => disk.is_some() && disk == self.sha256,
+            PushOp::Delete => disk.is_none(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct State {
     pub version: u32,
@@ -61,6 +92,9 @@ pub struct State {
     pub refused: BTreeMap<String, RefusedRecord>,
     #[serde(default)]
     pub last_pull_at: Option<String>,
+    /// Changes waiting for a reviewer, by path.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub proposed: BTreeMap<String, ProposedRecord>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +163,14 @@ impl StateStore {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The state in `dir` as last saved, read without taking the lock (every save is an atomic
+    /// rename, so a reader sees one whole version): for checks that change nothing. None when
+    /// there is none or it cannot be read.
+    pub fn peek(dir: &Path) -> Option<State> {
+        let bytes = std::fs::read(dir.join("state.json")).ok()?;
+        serde_json::from_slice(&bytes).ok()
     }
 
     /// The stored state, or a fresh one for this server and project. State written for another

@@ -2,19 +2,30 @@
 //! last synced) and the disk. Local edits are never overwritten, deletions apply only to files
 //! unchanged since their base, and every conflict keeps the local file and stores the server's
 //! version in the state dir until `memsync resolve` settles it.
+//!
+//! Under `review = required` a member's push publishes nothing: the server answers 202 with the
+//! proposals it made. The local files stay as they are, and a file proposed is not sent again
+//! until it changes (a changed file is sent again, and its new proposal supersedes the old one).
+//! When a reviewer approves it, the next pull brings the published version, which is the local
+//! content: it is taken as the new base, not reported as a conflict.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use memsync_core::merge::merge_text;
 use memsync_core::policy;
 use memsync_core::tree::{Clash, PathTree};
-use memsync_core::wire::{FileState, PushChange, PushOp, PushRequest, PushResponse};
+use memsync_core::wire::{
+    FileState, ProposalStatus, Proposed, PushChange, PushOp, PushRequest, PushResponse,
+};
 use memsync_core::{MemoryPath, ProjectId, Sha256};
 use serde::Serialize;
 
 use crate::api::{ApiClient, ApiError, IdempotencyKey, Pulled};
+use crate::config::Repo;
 use crate::fsops::{FsError, TeamDir, Written};
-use crate::state::{ConflictRecord, RefusedRecord, State, StateError, StateStore, Tracked};
+use crate::state::{
+    ConflictRecord, ProposedRecord, RefusedRecord, State, StateError, StateStore, Tracked,
+};
 
 /// Largest file accepted from the server (the server's own limit is lower by default).
 const MAX_INCOMING_BYTES: usize = 4 * 1024 * 1024;
@@ -90,6 +101,45 @@ pub struct Report {
     /// another on disk): the revision was not recorded, so the next pull tries again.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub incomplete: bool,
+    /// Changes this push made into proposals for a reviewer (`review = required`): nothing of
+    /// them is published yet.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub proposed: Vec<ProposedNote>,
+    /// Files proposed by an earlier push and unchanged since: not sent again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub awaiting_review: Vec<ProposedNote>,
+}
+
+/// A change that waits for a reviewer, as `push --json` and `status --json` print it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ProposedNote {
+    pub path: String,
+    pub id: i64,
+    pub op: PushOp,
+    pub status: ProposalStatus,
+    pub reason: Option<String>,
+}
+
+impl ProposedNote {
+    fn of(path: &str, r: &ProposedRecord) -> ProposedNote {
+        ProposedNote {
+            path: path.to_owned(),
+            id: r.id,
+            op: r.op,
+            status: r.status,
+            reason: r.reason.clone(),
+        }
+    }
+
+    fn from_wire(p: &Proposed) -> ProposedNote {
+        ProposedNote {
+            path: p.path.clone(),
+            id: p.id,
+            op: p.op,
+            status: p.status,
+            reason: p.reason.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -117,6 +167,12 @@ pub struct Engine<'a> {
     pub max_file_bytes: usize,
     /// Called with (done, total) while many files move.
     pub progress: &'a dyn Fn(usize, usize),
+    /// The working tree the memories are about: its `HEAD` and branch go into a push's
+    /// provenance, and the paths a memory names that exist in it into `named_paths`.
+    pub repo: Option<&'a Repo>,
+    /// The agent session that wrote the changes (`--session-id`, `MEMSYNC_SESSION_ID`, or the
+    /// `SessionEnd` hook's input).
+    pub session_id: Option<String>,
 }
 
 fn now() -> String {
@@ -139,6 +195,7 @@ impl Engine<'_> {
                 sha256: sha,
                 updated_at: Some(fs.updated_at.clone()),
                 author: Some(fs.author.clone()),
+                named_paths: fs.named_paths.clone(),
             },
         );
         Ok(())
@@ -380,6 +437,14 @@ impl Engine<'_> {
         let p = path.as_str();
         let disk_sha = disk.as_deref().map(Sha256::of);
         let base = state.files.get(p).map(|t| t.sha256);
+        // What a reviewer published of our proposal is ours: the wait is over.
+        if state
+            .proposed
+            .get(p)
+            .is_some_and(|r| r.matches(if fs.deleted { None } else { fs.sha256 }))
+        {
+            state.proposed.remove(p);
+        }
 
         if fs.deleted {
             match disk_sha {
@@ -436,6 +501,10 @@ impl Engine<'_> {
         };
         let local_text = disk.as_deref().and_then(|d| std::str::from_utf8(d).ok());
         let merged = match (base_text.as_deref().map(std::str::from_utf8), local_text) {
+            // An index merges entry by entry, with the server's own rule: it never conflicts.
+            (Some(Ok(b)), Some(l)) if !state.conflicts.contains_key(p) && path.is_index() => {
+                Some(merge_index(b, l, content))
+            }
             (Some(Ok(b)), Some(l)) if !state.conflicts.contains_key(p) => {
                 merge_text(b, l, content).ok()
             }
@@ -482,11 +551,21 @@ impl Engine<'_> {
                 .get(p)
                 .is_some_and(|f| f.sha256 == r.local_sha256)
         });
+        // So does a proposal: a file changed since is sent again, and supersedes it.
+        state
+            .proposed
+            .retain(|p, r| r.matches(scan.files.get(p).map(|f| f.sha256)));
+        for (p, r) in &state.proposed {
+            report.awaiting_review.push(ProposedNote::of(p, r));
+        }
         let mut changes: Vec<PushChange> = Vec::new();
         let mut sent: BTreeMap<String, Option<Sha256>> = BTreeMap::new();
         for (path, lf) in &scan.files {
             let base = state.files.get(path).map(|t| t.sha256);
-            if Some(lf.sha256) == base || state.conflicts.contains_key(path) {
+            if Some(lf.sha256) == base
+                || state.conflicts.contains_key(path)
+                || state.proposed.contains_key(path)
+            {
                 continue;
             }
             if let Some(r) = state.refused.get(path) {
@@ -518,18 +597,28 @@ impl Engine<'_> {
             }
             let content = String::from_utf8_lossy(&lf.content).into_owned();
             sent.insert(path.clone(), Some(lf.sha256));
+            let named_paths = match self.repo {
+                Some(repo) if !MemoryPath::parse(path).is_ok_and(|m| m.is_index()) => {
+                    crate::stale::named_paths(&repo.root, &content)
+                }
+                _ => Vec::new(),
+            };
             changes.push(PushChange {
                 path: path.clone(),
                 op: PushOp::Put,
                 base_sha256: base,
                 content: Some(content),
-                named_paths: Vec::new(),
+                named_paths,
             });
         }
         let gone: Vec<(String, Sha256)> = state
             .files
             .iter()
-            .filter(|(p, _)| !scan.files.contains_key(*p) && !state.conflicts.contains_key(*p))
+            .filter(|(p, _)| {
+                !scan.files.contains_key(*p)
+                    && !state.conflicts.contains_key(*p)
+                    && !state.proposed.contains_key(*p)
+            })
             .map(|(p, t)| (p.clone(), t.sha256))
             .collect();
         // The server's own hold (memsync_core::policy): memories deleted against memories live.
@@ -575,6 +664,7 @@ impl Engine<'_> {
             return Ok(report);
         }
         self.save_and_report_open(state, &mut report)?;
+        let provenance = crate::provenance::for_push(self.repo, self.session_id.as_deref());
         let mut attempt = 0;
         while !changes.is_empty() {
             attempt += 1;
@@ -582,7 +672,7 @@ impl Engine<'_> {
                 changes: changes.clone(),
                 allow_mass_delete,
                 allow_purged: false,
-                provenance: None,
+                provenance: Some(provenance.clone()),
             };
             // A new key per batch (a batch without the conflicted or refused files is another
             // request); `push` sends this one again with each of its retries.
@@ -593,7 +683,24 @@ impl Engine<'_> {
                     record_own_revision(state, &resp);
                     report.revision = state.revision;
                     report.pushed_revision = resp.created_revision.then_some(resp.revision);
-                    for c in &changes {
+                    self.record_proposals(state, &mut report, &resp.proposed, &sent);
+                    let taken: BTreeSet<&str> =
+                        resp.changes.iter().map(|c| c.path.as_str()).collect();
+                    let nothing_published = !resp.created_revision || !resp.proposed.is_empty();
+                    for c in changes
+                        .iter()
+                        .filter(|c| !state.proposed.contains_key(&c.path))
+                    {
+                        let index = MemoryPath::parse(&c.path).is_ok_and(|m| m.is_index());
+                        if index && nothing_published && !taken.contains(c.path.as_str()) {
+                            // Under review the server ignores pushed indexes (it derives them
+                            // from what is published); the local one stays as it is.
+                            report.kept.push(PathNote {
+                                path: c.path.clone(),
+                                reason: "not published: the server keeps each MEMORY.md to the memories it publishes (a memory waiting for review gets its entry when it is approved)".into(),
+                            });
+                            continue;
+                        }
                         match c.op {
                             PushOp::Put => report.pushed.push(c.path.clone()),
                             PushOp::Delete => report.pushed_deletes.push(c.path.clone()),
@@ -714,6 +821,34 @@ impl Engine<'_> {
         true
     }
 
+    /// The changes the server made into proposals: kept in the state (so they are not sent
+    /// again while the files stay as proposed) and reported.
+    fn record_proposals(
+        &self,
+        state: &mut State,
+        report: &mut Report,
+        proposed: &[Proposed],
+        sent: &BTreeMap<String, Option<Sha256>>,
+    ) {
+        for p in proposed {
+            let Some(sha) = sent.get(&p.path) else {
+                continue;
+            };
+            state.proposed.insert(
+                p.path.clone(),
+                ProposedRecord {
+                    id: p.id,
+                    op: p.op,
+                    sha256: *sha,
+                    status: p.status,
+                    reason: p.reason.clone(),
+                    at: now(),
+                },
+            );
+            report.proposed.push(ProposedNote::from_wire(p));
+        }
+    }
+
     fn save_and_report_open(&self, state: &State, report: &mut Report) -> Result<(), SyncError> {
         self.team.flush()?;
         self.store.save(state)?;
@@ -745,6 +880,8 @@ impl Engine<'_> {
                 continue;
             };
             let p = path.as_str();
+            // Published: whatever was proposed of it is settled.
+            state.proposed.remove(p);
             let disk_sha = self.team.sha(&path)?;
             let base = state.files.get(p).map(|t| t.sha256);
             // What the disk held when we pushed (or, for a file we did not send, its base).
@@ -786,6 +923,20 @@ impl Engine<'_> {
     }
 }
 
+/// A `MEMORY.md` edited here and on the server, merged as the server merges a pushed one
+/// (`memsync_core::index::merge`, the local file as "ours"): entries added on either side land,
+/// the layout follows the server's. A local entry for a memory still waiting for review (the
+/// server keeps the index to what is published) stays, and so does the file it links to.
+fn merge_index(base: &str, local: &str, server: &str) -> String {
+    use memsync_core::index::{Index, merge};
+    merge(
+        &Index::parse(base),
+        &Index::parse(local),
+        &Index::parse(server),
+    )
+    .render()
+}
+
 /// After an accepted push: when the push's revision directly follows the one the team dir
 /// reflects, nobody else pushed in between, and the answer carried every change of that revision
 /// (now applied, or kept as a local edit to push), so the team dir reflects it as a pull would
@@ -804,6 +955,8 @@ pub struct LocalStatus {
     pub modified: Vec<String>,
     pub added: Vec<String>,
     pub deleted: Vec<String>,
+    /// Local changes a push made into proposals, unchanged since (as the state recorded them).
+    pub proposed: Vec<ProposedNote>,
     pub conflicts: Vec<PathNote>,
     pub refused: Vec<RefusedNote>,
     pub skipped: Vec<PathNote>,
@@ -907,8 +1060,11 @@ fn predict_refusal(
 pub fn local_status(team: &TeamDir, state: &State) -> Result<LocalStatus, FsError> {
     let scan = team.scan()?;
     let mut st = LocalStatus::default();
+    let waiting = |path: &str, disk: Option<Sha256>| {
+        state.proposed.get(path).is_some_and(|r| r.matches(disk))
+    };
     for (path, lf) in &scan.files {
-        if state.conflicts.contains_key(path) {
+        if state.conflicts.contains_key(path) || waiting(path, Some(lf.sha256)) {
             continue;
         }
         match state.files.get(path) {
@@ -922,8 +1078,16 @@ pub fn local_status(team: &TeamDir, state: &State) -> Result<LocalStatus, FsErro
         }
     }
     for path in state.files.keys() {
-        if !scan.files.contains_key(path) && !state.conflicts.contains_key(path) {
+        if !scan.files.contains_key(path)
+            && !state.conflicts.contains_key(path)
+            && !waiting(path, None)
+        {
             st.deleted.push(path.clone());
+        }
+    }
+    for (path, r) in &state.proposed {
+        if waiting(path, scan.files.get(path).map(|f| f.sha256)) {
+            st.proposed.push(ProposedNote::of(path, r));
         }
     }
     for (path, c) in &state.conflicts {
@@ -1027,6 +1191,7 @@ pub fn resolve(
                             sha256: s,
                             updated_at: None,
                             author: None,
+                            named_paths: Vec::new(),
                         });
                     t.sha256 = s;
                 }
@@ -1061,6 +1226,7 @@ pub fn resolve(
                             sha256: s,
                             updated_at: None,
                             author: None,
+                            named_paths: Vec::new(),
                         },
                     );
                 }
@@ -1084,6 +1250,69 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_index_edited_on_both_sides_merges_by_entry() {
+        let base = "- [A](a.md) — a\n";
+        let local = "- [A](a.md) — a\n- [CI](ci.md) — how CI runs\n- [Mine](mine.md) — waits\n";
+        let server = "- [A](a.md) — a\n- [ci](ci.md) — about ci\n- [B](b.md) — b\n";
+        let m = merge_index(base, local, server);
+        assert_eq!(m.matches("(ci.md)").count(), 1, "{m}");
+        assert!(m.contains("(b.md)") && m.contains("(mine.md)"), "{m}");
+        // Nothing of ours beyond the server's: the server's file, exactly.
+        assert_eq!(merge_index(base, base, server), server);
+    }
+
+    #[test]
+    fn a_file_waiting_for_review_is_neither_ahead_nor_forgotten() {
+        let tmp = tempfile::tempdir().unwrap();
+        let team = TeamDir::open(tmp.path()).unwrap();
+        let write = |p: &str, text: &str| std::fs::write(tmp.path().join(p), text).unwrap();
+        write("new.md", "proposed\n");
+        write("edited.md", "proposed edit\n");
+        write("changed.md", "edited again after proposing\n");
+        let record = |op, text: Option<&str>| ProposedRecord {
+            id: 7,
+            op,
+            sha256: text.map(|t| Sha256::of(t.as_bytes())),
+            status: ProposalStatus::Pending,
+            reason: None,
+            at: String::new(),
+        };
+        let tracked = |text: &str| Tracked {
+            sha256: Sha256::of(text.as_bytes()),
+            updated_at: None,
+            author: None,
+            named_paths: Vec::new(),
+        };
+        let mut state = State::default();
+        state.files.insert("edited.md".into(), tracked("base\n"));
+        state.files.insert("changed.md".into(), tracked("base\n"));
+        state.files.insert("gone.md".into(), tracked("base\n"));
+        state
+            .proposed
+            .insert("new.md".into(), record(PushOp::Put, Some("proposed\n")));
+        state.proposed.insert(
+            "edited.md".into(),
+            record(PushOp::Put, Some("proposed edit\n")),
+        );
+        state
+            .proposed
+            .insert("changed.md".into(), record(PushOp::Put, Some("proposed\n")));
+        state
+            .proposed
+            .insert("gone.md".into(), record(PushOp::Delete, None));
+        let st = local_status(&team, &state).unwrap();
+        // Only the file changed since its proposal is ahead again (the next push sends it).
+        assert_eq!(st.modified, ["changed.md"]);
+        assert!(st.added.is_empty() && st.deleted.is_empty(), "{st:?}");
+        let waiting: Vec<&str> = st.proposed.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(waiting, ["edited.md", "gone.md", "new.md"]);
+        // A proposed delete stops matching once the file is back.
+        assert!(record(PushOp::Delete, None).matches(None));
+        assert!(!record(PushOp::Delete, None).matches(Some(Sha256::of(b"x"))));
+        assert!(!record(PushOp::Put, Some("a")).matches(None));
+    }
 
     #[test]
     fn only_a_push_right_after_the_last_revision_is_recorded() {

@@ -11,6 +11,7 @@ pub mod merge;
 pub mod path;
 pub mod policy;
 pub mod project;
+pub mod refs;
 pub mod scan;
 pub mod sha;
 pub mod text;

@@ -294,8 +294,60 @@ fn rows_without_a_usable_server(down: i32) -> Vec<Row> {
         row("check (local)", alice, &["check"], 0),
         row("scan (local)", alice, &["scan", "x.md"], 0),
         row("hook session-start", alice, &["hook", "session-start"], 0),
+        row_with("hook session-end", alice, 0, |w, n| {
+            w.alice
+                .write(&format!("ending{n}.md"), &mem("ending", "x\n"));
+            strings(&["hook", "session-end"])
+        }),
         row("install-hook (local)", alice, &["install-hook"], 0),
         row("doctor finds it", alice, &["doctor"], 1),
+        row("review list", alice, &["review", "list"], down),
+        row("review show", ann, &["review", "show", "1"], down),
+        row("review approve", ann, &["review", "approve", "1"], down),
+        row(
+            "review reject",
+            ann,
+            &["review", "reject", "1", "--reason", "r"],
+            down,
+        ),
+        row("admin disable", ann, &["admin", "disable", "x.md"], down),
+        row("admin enable", ann, &["admin", "enable", "x.md"], down),
+        row(
+            "admin rollback",
+            ann,
+            &["admin", "rollback", "x.md", "--to", "1"],
+            down,
+        ),
+        row(
+            "admin project show",
+            ann,
+            &["admin", "project", "show"],
+            down,
+        ),
+        row(
+            "admin project set",
+            ann,
+            &["admin", "project", "set", "--review", "off"],
+            down,
+        ),
+        row(
+            "admin reviewer list",
+            ann,
+            &["admin", "reviewer", "list"],
+            down,
+        ),
+        row(
+            "admin reviewer add",
+            ann,
+            &["admin", "reviewer", "add", "bob"],
+            down,
+        ),
+        row(
+            "admin reviewer remove",
+            ann,
+            &["admin", "reviewer", "remove", "bob", "--team", "acme"],
+            down,
+        ),
         row("admin audit", ann, &["admin", "audit"], down),
         row("admin history", ann, &["admin", "history", "x.md"], down),
         row(
@@ -427,6 +479,10 @@ async fn exit_codes_when_all_is_well_problems_found_or_usage_is_wrong() {
         row("check", alice, &["check"], 0),
         row("scan", alice, &["scan", "x.md"], 0),
         row("hook session-start", alice, &["hook", "session-start"], 0),
+        row_with("hook session-end", alice, 0, |w, n| {
+            w.alice.write(&format!("ended{n}.md"), &mem("ended", "x\n"));
+            strings(&["hook", "session-end"])
+        }),
         row("install-hook", alice, &["install-hook"], 0),
         row("doctor", alice, &["doctor"], 0),
         row("admin audit", ann, &["admin", "audit", "--limit", "5"], 0),
@@ -576,6 +632,42 @@ async fn exit_codes_when_all_is_well_problems_found_or_usage_is_wrong() {
         row("diff of nothing", alice, &["diff", "nope.md"], 2),
         row("scan of nothing", alice, &["scan", "/nonexistent/x.md"], 2),
         row("init twice", alice, &["init"], 2),
+        row(
+            "review reject without a reason",
+            ann,
+            &["review", "reject", "1"],
+            2,
+        ),
+        row(
+            "review show of a non-number",
+            ann,
+            &["review", "show", "twelve"],
+            2,
+        ),
+        row(
+            "admin project set with nothing to set",
+            ann,
+            &["admin", "project", "set"],
+            2,
+        ),
+        row(
+            "admin project set with a bad --review-after",
+            ann,
+            &["admin", "project", "set", "--review-after", "soon"],
+            2,
+        ),
+        row(
+            "admin rollback without --to",
+            ann,
+            &["admin", "rollback", "x.md"],
+            2,
+        ),
+        row(
+            "admin reviewer of a bad team",
+            ann,
+            &["admin", "reviewer", "list", "--team", "Not A Team"],
+            2,
+        ),
         row("pull without configuration", nora, &["pull"], 2),
         row("push without configuration", nora, &["push"], 2),
         row("status without configuration", nora, &["status"], 2),
@@ -983,7 +1075,7 @@ async fn installed_hooks_run_this_binary_without_memsync_on_path() {
     assert_eq!(start[0], "echo hello");
     assert_eq!(start[1], format!("{} hook session-start", exe.display()));
     let end = command_of(&settings, "SessionEnd");
-    assert_eq!(end, [format!("{} push --quiet", exe.display())]);
+    assert_eq!(end, [format!("{} hook session-end", exe.display())]);
 
     // Run the hooks exactly as written, as Claude Code does, with a PATH that has no memsync.
     let path = "/usr/bin:/bin";
@@ -1075,7 +1167,7 @@ async fn installed_hooks_run_this_binary_without_memsync_on_path() {
     );
     assert_eq!(
         command_of(&settings, "SessionEnd"),
-        [format!("{} push --quiet", copy.display())]
+        [format!("{} hook session-end", copy.display())]
     );
 }
 

@@ -351,7 +351,7 @@ fn install_hook_is_idempotent_and_keeps_other_settings() {
     assert_eq!(
         now["hooks"]["SessionEnd"]
             .to_string()
-            .matches("memsync push")
+            .matches("memsync hook session-end")
             .count(),
         1
     );

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use memsync::check::CheckReport;
 use memsync::fsops::TeamDir;
 use memsync::paths;
+use memsync::state::StateStore;
 use serde_json::json;
 
 use super::{ENV, Fail, settings_at};
@@ -55,12 +56,22 @@ pub fn scan(g: &Global, cwd: &Path, args: &[PathBuf]) -> Result<u8, Fail> {
 pub fn check(g: &Global, cwd: &Path) -> Result<u8, Fail> {
     let settings = settings_at(g, cwd)?;
     let team = TeamDir::open(&settings.team_dir).map_err(Fail::env)?;
-    let report = memsync::check::check_team_dir(
+    let mut report = memsync::check::check_team_dir(
         &team,
         Some(&settings.private_dir),
         memsync_core::memory::DEFAULT_MAX_FILE_BYTES,
     )
     .map_err(Fail::env)?;
+    // Against the code: only in a repository, whose working tree the memories are about.
+    if let Some(repo) = &settings.repo {
+        // The paths recorded when each synced file was written; read without the state lock,
+        // since check changes nothing.
+        let state = StateStore::peek(&settings.state_dir).unwrap_or_default();
+        let private =
+            memsync::feedback::read_memories(&settings.private_dir, Some(&settings.team_dir));
+        let team_texts = memsync::feedback::read_memories(&settings.team_dir, None);
+        report.stale = memsync::stale::possibly_stale(&repo.root, &state, &team_texts, &private);
+    }
     if g.json {
         println!("{}", serde_json::to_string(&report).map_err(Fail::env)?);
     } else {
@@ -82,6 +93,12 @@ pub fn check(g: &Global, cwd: &Path) -> Result<u8, Fail> {
                     c.private, c.team, c.reason
                 );
             }
+        }
+        for s in &report.stale {
+            println!(
+                "{}; update it to the code as it is, or delete it",
+                s.sentence()
+            );
         }
         for p in &report.problems {
             let line = p.line.map(|l| format!(":{l}")).unwrap_or_default();
@@ -109,12 +126,13 @@ fn summary(r: &CheckReport) -> String {
         .count();
     let errors = r.problems.iter().filter(|p| p.error).count();
     format!(
-        "{}: {} file(s), {} finding(s), {} contradiction(s) and {} related note(s) between private and team feedback, {} problem(s) ({} error(s), {} warning(s))",
+        "{}: {} file(s), {} finding(s), {} contradiction(s) and {} related note(s) between private and team feedback, {} possibly stale memory(ies), {} problem(s) ({} error(s), {} warning(s))",
         r.team_dir.display(),
         r.files,
         r.findings.len(),
         contradictions,
         r.conflicts.len() - contradictions,
+        r.stale.len(),
         r.problems.len(),
         errors,
         r.problems.len() - errors,

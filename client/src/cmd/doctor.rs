@@ -286,7 +286,29 @@ fn hooks(settings: &Settings) -> Vec<Check> {
         .map(|f| f.display().to_string())
         .collect::<Vec<_>>()
         .join(" or ");
+    let legacy_end = found
+        .iter()
+        .find(|(_, h)| h.event == "SessionEnd" && h.legacy)
+        .filter(|_| {
+            !found
+                .iter()
+                .any(|(_, h)| h.event == "SessionEnd" && !h.legacy)
+        });
     let hook = match (where_("SessionStart"), where_("SessionEnd")) {
+        (Some(_), Some(_)) if legacy_end.is_some() => bad(
+            "hook",
+            Status::Warn,
+            format!(
+                "the SessionEnd hook in {} runs `{}`, an older memsync's hook: its pushes carry no session id",
+                legacy_end
+                    .map(|(f, _)| f.display().to_string())
+                    .unwrap_or_default(),
+                legacy_end
+                    .map(|(_, h)| h.command.as_str())
+                    .unwrap_or_default()
+            ),
+            install.clone(),
+        ),
         (Some(s), Some(e)) if s == e => ok("hook", format!("SessionStart and SessionEnd in {s}")),
         (Some(s), Some(e)) => ok("hook", format!("SessionStart in {s}, SessionEnd in {e}")),
         (None, _) => bad(

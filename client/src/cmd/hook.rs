@@ -1,17 +1,25 @@
-//! Claude Code: the `SessionStart` hook (`memsync hook session-start`) and `memsync
-//! install-hook`.
+//! Claude Code: the `SessionStart` hook (`memsync hook session-start`), the `SessionEnd` hook
+//! (`memsync hook session-end`) and `memsync install-hook`.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use memsync::api::{ApiClient, ProposalQuery};
 use memsync::config::{self, ProcessEnv};
+use memsync::fsops::TeamDir;
+use memsync::stale;
 use memsync::state::State;
-use memsync_core::MemoryPath;
+use memsync::sync::Report;
+use memsync_core::wire::{ProposalStatus, ProposalSummary, PushOp};
+use memsync_core::{MemoryPath, ProjectId, Sha256};
 use serde_json::json;
 
 use super::{Fail, runtime, session};
 use crate::Global;
+
+/// At most this many lines about stale memories, and about proposals, in a session's context.
+const NOTICE_LINES: usize = 10;
 
 pub fn install_hook(g: &Global, cwd: &Path, user: bool) -> Result<u8, Fail> {
     let path = if user {
@@ -33,7 +41,7 @@ pub fn install_hook(g: &Global, cwd: &Path, user: bool) -> Result<u8, Fail> {
             "{}",
             json!({
                 "settings": out.path, "changed": out.changed, "added": out.added,
-                "updated": out.updated, "program": exe,
+                "updated": out.updated, "upgraded": out.upgraded, "program": exe,
             })
         );
     } else if !g.quiet {
@@ -52,6 +60,15 @@ pub fn install_hook(g: &Global, cwd: &Path, user: bool) -> Result<u8, Fail> {
                 exe.display()
             );
         }
+        if !out.upgraded.is_empty() {
+            println!(
+                "memsync's {} hook in {} now runs `{} {}` (it pushes with the session's id)",
+                out.upgraded.join(" and "),
+                out.path.display(),
+                exe.display(),
+                memsync::claude::SESSION_END_ARGS
+            );
+        }
         if !out.changed {
             println!(
                 "memsync's hooks are already in {}, running {}",
@@ -63,19 +80,116 @@ pub fn install_hook(g: &Global, cwd: &Path, user: bool) -> Result<u8, Fail> {
     Ok(0)
 }
 
-/// The SessionStart hook never fails the session: every error becomes one line of context.
-pub fn session_start(g: &Global, deadline: Duration) {
-    let started = Instant::now();
-    let mut input = String::new();
-    let _ = std::io::stdin()
-        .take(1024 * 1024)
-        .read_to_string(&mut input);
+/// How long a hook waits for its input on stdin. Claude Code writes it at once and closes the
+/// pipe; a terminal, or a pipe nobody closes, must not hold the session.
+const INPUT_WAIT: Duration = Duration::from_secs(1);
+
+/// The hook's JSON on stdin (anything else reads as no input) and the directory it is about:
+/// its `cwd`, else ours.
+fn hook_input() -> (memsync::hook::HookInput, PathBuf) {
+    let input = if std::io::stdin().is_terminal() {
+        String::new()
+    } else {
+        let (tx, rx) = std::sync::mpsc::channel();
+        // A reader that never gets its end of file is left behind; the process exits anyway.
+        std::thread::spawn(move || {
+            let mut input = String::new();
+            let _ = std::io::stdin()
+                .take(1024 * 1024)
+                .read_to_string(&mut input);
+            let _ = tx.send(input);
+        });
+        rx.recv_timeout(INPUT_WAIT).unwrap_or_default()
+    };
     let parsed: memsync::hook::HookInput = serde_json::from_str(&input).unwrap_or_default();
     let cwd = parsed
         .cwd
+        .clone()
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("."));
+    (parsed, cwd)
+}
+
+/// The SessionEnd hook: pushes the team dir of the session's repository, with the session's id
+/// in the provenance, within `deadline`. Never fails the session and prints nothing on stdout
+/// (with `--json`, the push's report); what went wrong goes to stderr, one line each, and the
+/// changes stay in the team dir for the next push.
+pub fn session_end(g: &Global, deadline: Duration) {
+    let started = Instant::now();
+    let (input, cwd) = hook_input();
+    let session_id = super::session_id(input.session_id.clone());
+    match push_at_end(g, &cwd, deadline, started, session_id) {
+        Ok(report) => {
+            if g.json {
+                println!(
+                    "{}",
+                    json!({ "pushed": true, "push": report, "proposed": report.proposed })
+                );
+            }
+            for line in end_problems(&report) {
+                eprintln!("memsync: {line}");
+            }
+        }
+        Err(message) => {
+            if g.json {
+                println!("{}", json!({ "pushed": false, "error": message }));
+            }
+            eprintln!(
+                "memsync: team memory was not pushed at the end of this session: {message}; the changes stay in the team dir and go with the next `memsync push`"
+            );
+        }
+    }
+}
+
+fn push_at_end(
+    g: &Global,
+    cwd: &Path,
+    deadline: Duration,
+    started: Instant,
+    session_id: Option<String>,
+) -> Result<Report, String> {
+    let lock_wait = deadline.saturating_sub(started.elapsed());
+    let s = session(g, cwd, lock_wait).map_err(|f| f.message)?;
+    let mut state = s.load_state().map_err(|f| f.message)?;
+    let api = s.api.clone().with_deadline(started + deadline);
+    let prog = |_: usize, _: usize| {};
+    let mut engine = s.engine(&api, &prog);
+    engine.session_id = session_id;
+    let rt = runtime().map_err(|f| f.message)?;
+    let left = deadline.saturating_sub(started.elapsed());
+    match rt.block_on(async { tokio::time::timeout(left, engine.push(&mut state, false)).await }) {
+        Ok(Ok(report)) => Ok(report),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("the server did not answer within {deadline:?}")),
+    }
+}
+
+/// What a session-end push could not do, one line each.
+fn end_problems(r: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
+    for c in &r.conflicts {
+        lines.push(format!(
+            "{} conflicts with the server's version ({}); see `memsync status`",
+            c.path, c.reason
+        ));
+    }
+    for f in &r.refused {
+        lines.push(format!("{} not pushed [{}]: {}", f.path, f.rule, f.message));
+    }
+    for s in &r.skipped {
+        lines.push(format!("{} skipped: {}", s.path, s.reason));
+    }
+    if let Some(h) = &r.held_deletes {
+        lines.push(h.clone());
+    }
+    lines
+}
+
+/// The SessionStart hook never fails the session: every error becomes one line of context.
+pub fn session_start(g: &Global, deadline: Duration) {
+    let started = Instant::now();
+    let (_, cwd) = hook_input();
     let context = match hook_context(g, &cwd, deadline, started) {
         Ok(c) => c,
         Err(message) => {
@@ -134,6 +248,20 @@ fn hook_context(
         memsync::feedback::read_memories(&s.settings.private_dir, Some(&s.settings.team_dir));
     let team = memsync::feedback::read_memories(&s.settings.team_dir, None);
     let feedback = memsync::feedback::private_vs_team(&private, &team);
+    // The user's own proposals, if the server answers within what is left of the deadline.
+    let mut notices = Vec::new();
+    if !cut_short {
+        let left = deadline.saturating_sub(started.elapsed());
+        let asked = rt
+            .block_on(async { tokio::time::timeout(left, own_proposals(&api, &s.project)).await });
+        if let Ok(Some(list)) = asked {
+            notices.extend(proposal_lines(&list, &s.team));
+        }
+    }
+    if let Some(repo) = &s.settings.repo {
+        let found = stale::possibly_stale(&repo.root, &state, &team, &private);
+        notices.extend(stale::context_lines(&found, NOTICE_LINES));
+    }
     Ok(memsync::hook::context(
         s.project.as_str(),
         &s.settings.team_dir,
@@ -141,8 +269,66 @@ fn hook_context(
         index.as_deref(),
         note.as_deref(),
         &feedback,
+        &notices,
         chrono::Utc::now(),
     ))
+}
+
+/// The user's pending and rejected proposals in the project; None when the server cannot say.
+async fn own_proposals(api: &ApiClient, project: &ProjectId) -> Option<Vec<ProposalSummary>> {
+    let q = ProposalQuery {
+        project: Some(project.to_string()),
+        mine: true,
+        ..ProposalQuery::default()
+    };
+    api.proposals(&q).await.ok().map(|l| l.proposals)
+}
+
+/// One line per proposal that waits, and per rejected one whose content is still in the team
+/// dir (a rejection the user has moved on from is not repeated every session).
+fn proposal_lines(list: &[ProposalSummary], team: &TeamDir) -> Vec<String> {
+    let on_disk = |path: &str| -> Option<Sha256> {
+        let p = MemoryPath::parse(path).ok()?;
+        team.read(&p).ok().flatten().map(|b| Sha256::of(&b))
+    };
+    let mut lines: Vec<String> = list
+        .iter()
+        .filter_map(|p| {
+            let what = match p.op {
+                PushOp::Put => format!("`{}`", p.path),
+                PushOp::Delete => format!("to delete `{}`", p.path),
+            };
+            match p.status {
+                ProposalStatus::Pending => Some(format!(
+                    "memsync: your proposal {what} (#{}) waits for review; the team does not see it yet",
+                    p.id
+                )),
+                ProposalStatus::Rejected => {
+                    let disk = on_disk(&p.path);
+                    let still_here = match p.op {
+                        PushOp::Put => disk.is_some() && disk == p.sha256,
+                        PushOp::Delete => disk.is_none(),
+                    };
+                    still_here.then(|| {
+                        format!(
+                            "memsync: your proposal {what} (#{}) was rejected: {}. It stays in your team dir but is not shared; change it or remove it",
+                            p.id,
+                            p.reason.as_deref().unwrap_or("no reason given")
+                        )
+                    })
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    if lines.len() > NOTICE_LINES {
+        let more = lines.len() - NOTICE_LINES;
+        lines.truncate(NOTICE_LINES);
+        lines.push(format!(
+            "memsync: and {more} more of your proposals (`memsync status` lists them)"
+        ));
+    }
+    lines
 }
 
 fn offline_note(reason: &str, state: &State) -> String {

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod check;
 pub mod doctor;
 pub mod hook;
+pub mod review;
 pub mod sync;
 
 use std::io::IsTerminal;
@@ -150,6 +151,14 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Fail> {
         .map_err(|e| Fail::env(format!("cannot start the async runtime: {e}")))
 }
 
+/// The agent session of a push: `--session-id`, else `MEMSYNC_SESSION_ID` (empty counts as
+/// unset).
+pub fn session_id(flag: Option<String>) -> Option<String> {
+    flag.or_else(|| std::env::var(memsync::provenance::ENV_SESSION_ID).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
 pub fn cwd() -> Result<PathBuf, Fail> {
     std::env::current_dir()
         .map_err(|e| Fail::env(format!("cannot read the current directory: {e}")))
@@ -200,6 +209,8 @@ impl Session {
             store: &self.store,
             max_file_bytes: memsync_core::memory::DEFAULT_MAX_FILE_BYTES,
             progress,
+            repo: self.settings.repo.as_ref(),
+            session_id: None,
         }
     }
 
@@ -248,6 +259,8 @@ pub enum Need {
     TeamMember(String),
     /// Admin of this team (or a server admin).
     TeamAdmin(String),
+    /// A reviewer of this team: a team admin, a user granted the role, or a server admin.
+    Reviewer(String),
     /// Admin of any team (sees that team's part) or a server admin (sees everything).
     SomeAdmin,
     ServerAdmin,
@@ -263,6 +276,10 @@ impl std::fmt::Display for Need {
             Need::TeamAdmin(team) => write!(
                 f,
                 "a team-admin token for team `{team}` (issued with `--team {team}:admin`) or a server-admin token"
+            ),
+            Need::Reviewer(team) => write!(
+                f,
+                "a reviewer of team `{team}`: a team-admin token (`--team {team}:admin`), the token of a user a team admin made a reviewer (`memsync admin reviewer add USER --team {team}`), or a server-admin token"
             ),
             Need::SomeAdmin => f.write_str(
                 "a team-admin token (it shows its teams' part) or a server-admin token (everything)",
@@ -283,7 +300,7 @@ pub fn admin_failure(
     rt: &tokio::runtime::Runtime,
 ) -> Fail {
     let team = match need {
-        Need::TeamAdmin(t) | Need::TeamMember(t) => Some(t.as_str()),
+        Need::TeamAdmin(t) | Need::TeamMember(t) | Need::Reviewer(t) => Some(t.as_str()),
         _ => None,
     };
     let me = match &e {
@@ -323,6 +340,7 @@ pub fn roles(me: &WhoAmI) -> String {
             TeamRole::Member => format!("{t}:member"),
         })
         .collect();
+    r.extend(me.reviewer.iter().map(|t| format!("{t}:reviewer")));
     if me.admin {
         r.push("server admin".into());
     }

@@ -2,9 +2,11 @@
 
 use std::path::Path;
 
+use memsync::api::ProposalQuery;
 use memsync::paths;
-use memsync::sync::{self, Report, Take};
+use memsync::sync::{self, ProposedNote, Report, Take};
 use memsync_core::MemoryPath;
+use memsync_core::wire::{ProposalStatus, PushOp};
 use serde_json::json;
 
 use super::{ENV, Fail, LOCK_WAIT, OK, progress, runtime, session};
@@ -12,9 +14,17 @@ use crate::Global;
 
 /// What a sync command does.
 pub enum Direction {
-    Pull { restore_deleted: bool },
-    Push { allow_mass_delete: bool },
-    Both { allow_mass_delete: bool },
+    Pull {
+        restore_deleted: bool,
+    },
+    Push {
+        allow_mass_delete: bool,
+        session_id: Option<String>,
+    },
+    Both {
+        allow_mass_delete: bool,
+        session_id: Option<String>,
+    },
 }
 
 /// `pull`, `push` and `sync` (pull, then push).
@@ -22,7 +32,7 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
     let s = session(g, cwd, LOCK_WAIT)?;
     let mut state = s.load_state()?;
     let prog = progress(g.quiet);
-    let engine = s.engine(&s.api, &prog);
+    let mut engine = s.engine(&s.api, &prog);
     let rt = runtime()?;
     let (pull, push) = match what {
         Direction::Pull { restore_deleted } => {
@@ -35,11 +45,21 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
             r.updated.extend(restored);
             (Some(r), None)
         }
-        Direction::Push { allow_mass_delete } => (
-            None,
-            Some(rt.block_on(engine.push(&mut state, allow_mass_delete))?),
-        ),
-        Direction::Both { allow_mass_delete } => {
+        Direction::Push {
+            allow_mass_delete,
+            session_id,
+        } => {
+            engine.session_id = session_id;
+            (
+                None,
+                Some(rt.block_on(engine.push(&mut state, allow_mass_delete))?),
+            )
+        }
+        Direction::Both {
+            allow_mass_delete,
+            session_id,
+        } => {
+            engine.session_id = session_id;
             let pulled = rt.block_on(engine.pull(&mut state))?;
             let pushed = rt.block_on(engine.push(&mut state, allow_mass_delete))?;
             (Some(pulled), Some(pushed))
@@ -48,10 +68,12 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
     let problems = pull.as_ref().is_some_and(Report::has_problems)
         || push.as_ref().is_some_and(Report::has_problems);
     if g.json {
-        println!(
-            "{}",
-            json!({ "project": s.project.as_str(), "team_dir": s.settings.team_dir, "pull": pull, "push": push })
-        );
+        let mut out = json!({ "project": s.project.as_str(), "team_dir": s.settings.team_dir, "pull": pull, "push": push });
+        if let Some(r) = &push {
+            // What became proposals, where SPEC §11 has it: at the top.
+            out["proposed"] = json!(r.proposed);
+        }
+        println!("{out}");
     } else if !g.quiet || problems {
         if let Some(r) = &pull {
             print_report("pull", r, &s.settings.team_dir);
@@ -130,6 +152,12 @@ fn print_report(what: &str, r: &Report, team_dir: &Path) {
         }
     } else if r.blocked {
         println!("{}: push blocked, nothing was uploaded{listed}", r.project);
+    } else if r.pushed.is_empty() && r.pushed_deletes.is_empty() && !r.proposed.is_empty() {
+        println!(
+            "{}: proposed {} for review; nothing is published until a reviewer approves{listed}",
+            r.project,
+            count(r.proposed.len(), "change"),
+        );
     } else if r.pushed.is_empty() && r.pushed_deletes.is_empty() {
         println!("{}: nothing pushed{listed}", r.project);
     } else {
@@ -145,6 +173,20 @@ fn print_report(what: &str, r: &Report, team_dir: &Path) {
                 String::new()
             } else {
                 format!("; merged with concurrent edits: {}", r.merged.join(", "))
+            }
+        );
+    }
+    for p in &r.proposed {
+        println!("  {}", proposal_line(p));
+    }
+    for p in &r.awaiting_review {
+        println!(
+            "  not sent again: `{}` (#{}) {}",
+            p.path,
+            p.id,
+            match p.status {
+                ProposalStatus::Rejected => "was rejected; change it to propose it again",
+                _ => "waits for review",
             }
         );
     }
@@ -173,15 +215,70 @@ fn print_report(what: &str, r: &Report, team_dir: &Path) {
     }
 }
 
+/// "proposed `x.md` for review (#12)", or what happened to it before.
+fn proposal_line(p: &ProposedNote) -> String {
+    let what = match p.op {
+        PushOp::Put => format!("`{}`", p.path),
+        PushOp::Delete => format!("the deletion of `{}`", p.path),
+    };
+    match (p.status, &p.reason) {
+        (ProposalStatus::Rejected, reason) => format!(
+            "{what} (#{}) was rejected before: {}; change it to propose it again",
+            p.id,
+            reason.as_deref().unwrap_or("no reason given")
+        ),
+        _ => format!("proposed {what} for review (#{})", p.id),
+    }
+}
+
+/// One line for a proposal the server lists: waiting, or rejected with the reason.
+fn server_proposal_line(p: &memsync_core::wire::ProposalSummary) -> String {
+    let what = match p.op {
+        PushOp::Put => format!("`{}`", p.path),
+        PushOp::Delete => format!("the deletion of `{}`", p.path),
+    };
+    match p.status {
+        ProposalStatus::Rejected => format!(
+            "your proposal {what} (#{}) was rejected: {}",
+            p.id,
+            p.reason.as_deref().unwrap_or("no reason given")
+        ),
+        ProposalStatus::Approved => format!("your proposal {what} (#{}) was approved", p.id),
+        ProposalStatus::Superseded => {
+            format!(
+                "your proposal {what} (#{}) was superseded by a newer one",
+                p.id
+            )
+        }
+        _ => format!("your proposal {what} (#{}) waits for review", p.id),
+    }
+}
+
 pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
     let s = session(g, cwd, LOCK_WAIT)?;
     let state = s.load_state()?;
     let local = sync::local_status(&s.team, &state).map_err(Fail::env)?;
-    let (server_revision, server_error) = if offline {
-        (None, None)
+    let (server_revision, server_error, review) = if offline {
+        (None, None, None)
     } else {
         match runtime()?.block_on(s.api.project_info(&s.project)) {
-            Ok(info) => (Some(info.revision), None),
+            Ok(info) => (Some(info.revision), None, Some(info.review)),
+            Err(e) => (None, Some(e.to_string()), None),
+        }
+    };
+    // The user's own pending and rejected proposals, as the server has them.
+    let (proposals, proposals_error) = if offline {
+        (None, Some("not asked the server: --offline".to_owned()))
+    } else {
+        let q = ProposalQuery {
+            project: Some(s.project.to_string()),
+            mine: true,
+            ..ProposalQuery::default()
+        };
+        match runtime()?.block_on(s.api.proposals(&q)) {
+            Ok(list) => (Some(list.proposals), None),
+            // A server from before review: nobody's push is ever proposed there.
+            Err(e) if e.is_unknown_route() => (Some(Vec::new()), None),
             Err(e) => (None, Some(e.to_string())),
         }
     };
@@ -196,7 +293,13 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
                 "server_revision": server_revision, "behind": behind, "server_error": server_error,
                 "ahead": { "modified": local.modified, "added": local.added, "deleted": local.deleted },
                 "conflicts": local.conflicts, "refused": local.refused, "skipped": local.skipped,
-                "last_pull_at": state.last_pull_at,
+                "last_pull_at": state.last_pull_at, "review": review,
+                "proposed": local.proposed,
+                "proposals": proposals.as_ref().map(|list| list.iter().map(|p| json!({
+                    "path": p.path, "id": p.id, "op": p.op, "status": p.status, "reason": p.reason,
+                    "created_at": p.created_at,
+                })).collect::<Vec<_>>()),
+                "proposals_error": proposals_error,
             })
         );
     } else {
@@ -215,6 +318,11 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
             None if offline => println!("  (not asked the server: --offline)"),
             None => {}
         }
+        if review == Some(memsync_core::wire::ReviewMode::Required) {
+            println!(
+                "  review required: a push by a member who is not a reviewer waits for a reviewer's approval"
+            );
+        }
         for p in &local.modified {
             println!("  modified {p}");
         }
@@ -232,6 +340,25 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
         }
         for k in &local.skipped {
             println!("  skipped  {}: {}", k.path, k.reason);
+        }
+        match &proposals {
+            Some(list) => {
+                for p in list {
+                    println!("  {}", server_proposal_line(p));
+                }
+            }
+            None => {
+                // What this machine knows it proposed, when the server cannot say more.
+                for p in &local.proposed {
+                    println!(
+                        "  proposed `{}` (#{}): waits for review as far as this machine knows",
+                        p.path, p.id
+                    );
+                }
+                if !offline && let Some(e) = &proposals_error {
+                    println!("  could not check your proposals: {e}");
+                }
+            }
         }
     }
     // The local part is shown either way, but a status that could not ask the server is not a
