@@ -173,6 +173,33 @@ impl AdminAct<'_> {
         }
     }
 
+    /// One admin write, whole: `req` through the sync engine as the revision `meta` describes
+    /// (`refusal` rewords the engine's refusals for this action), the audit row `(action, path,
+    /// details)` when it made a revision, and the answer kept for the request's
+    /// `Idempotency-Key`, in one transaction.
+    pub(super) async fn write(
+        &self,
+        pool: &PgPool,
+        limits: SyncLimits,
+        meta: &PushMeta<'_>,
+        req: &PushRequest,
+        audit: (&str, &MemoryPath, serde_json::Value),
+        refusal: impl FnOnce(ApiError) -> ApiError,
+    ) -> ApiResult<PushResponse> {
+        let mut tx = pool.begin().await?;
+        let resp = sync::push_in(&mut tx, pool, limits, meta, req)
+            .await
+            .map_err(refusal)?;
+        if resp.created_revision {
+            let (action, path, details) = audit;
+            self.audit(&mut tx, action, path, Some(resp.revision), details)
+                .await?;
+        }
+        self.remember(&mut tx, &resp).await?;
+        tx.commit().await?;
+        Ok(resp)
+    }
+
     pub(super) async fn audit(
         &self,
         tx: &mut PgConnection,
@@ -195,8 +222,19 @@ impl AdminAct<'_> {
     }
 }
 
-/// Writes through the sync engine inside `tx`, so a delete or restore is one ordinary revision
-/// (indexes kept consistent, guards applied), committed together with the admin's audit row.
+/// An admin's batch of one memory: the mass-delete hold does not apply (one memory, the admin's
+/// explicit choice); purged content comes back only where `allow_purged` says so (a restore).
+pub(super) fn batch(change: PushChange, allow_purged: bool) -> PushRequest {
+    PushRequest {
+        changes: vec![change],
+        allow_mass_delete: true,
+        allow_purged,
+        provenance: None,
+    }
+}
+
+/// Writes through the sync engine inside `tx`, so a delete is one ordinary revision (indexes
+/// kept consistent, guards applied), committed with whatever else the caller adds to `tx`.
 async fn write_as_admin(
     tx: &mut PgConnection,
     pool: &PgPool,
@@ -205,14 +243,7 @@ async fn write_as_admin(
     kind: &'static str,
     change: PushChange,
 ) -> ApiResult<PushResponse> {
-    let req = PushRequest {
-        changes: vec![change],
-        allow_mass_delete: true,
-        // Restoring an older version is the admin's explicit choice.
-        allow_purged: true,
-        provenance: None,
-    };
-    sync::push_in(tx, pool, limits, &act.meta(kind), &req).await
+    sync::push_in(tx, pool, limits, &act.meta(kind), &batch(change, false)).await
 }
 
 /// The live version's hash of `path`, or "not found".
@@ -248,33 +279,22 @@ pub async fn delete(
     let reason = require_reason(act.reason)?;
     let path = memory_path(path, "delete")?;
     let sha = live_sha(pool, act.project, &path).await?;
-    let mut tx = pool.begin().await?;
-    let resp = write_as_admin(
-        &mut tx,
+    let change = PushChange {
+        path: path.to_string(),
+        op: PushOp::Delete,
+        base_sha256: Some(sha),
+        content: None,
+        named_paths: Vec::new(),
+    };
+    act.write(
         pool,
         limits,
-        act,
-        "delete",
-        PushChange {
-            path: path.to_string(),
-            op: PushOp::Delete,
-            base_sha256: Some(sha),
-            content: None,
-            named_paths: Vec::new(),
-        },
+        &act.meta("delete"),
+        &batch(change, false),
+        ("admin_delete", &path, json!({ "reason": reason })),
+        |e| e,
     )
-    .await?;
-    act.audit(
-        &mut tx,
-        "admin_delete",
-        &path,
-        Some(resp.revision),
-        json!({ "reason": reason }),
-    )
-    .await?;
-    act.remember(&mut tx, &resp).await?;
-    tx.commit().await?;
-    Ok(resp)
+    .await
 }
 
 pub async fn restore(
@@ -305,33 +325,27 @@ pub async fn restore(
         .get(path.as_str())
         .filter(|s| !s.deleted)
         .and_then(|s| s.sha256);
-    let mut tx = pool.begin().await?;
-    let resp = write_as_admin(
-        &mut tx,
+    let change = PushChange {
+        path: path.to_string(),
+        op: PushOp::Put,
+        base_sha256: base,
+        content: Some(content),
+        named_paths: Vec::new(),
+    };
+    // Restoring an older version is the admin's explicit choice, purged content included.
+    act.write(
         pool,
         limits,
-        act,
-        "restore",
-        PushChange {
-            path: path.to_string(),
-            op: PushOp::Put,
-            base_sha256: base,
-            content: Some(content),
-            named_paths: Vec::new(),
-        },
+        &act.meta("restore"),
+        &batch(change, true),
+        (
+            "admin_restore",
+            &path,
+            json!({ "reason": reason, "from_revision": revision }),
+        ),
+        |e| e,
     )
-    .await?;
-    act.audit(
-        &mut tx,
-        "admin_restore",
-        &path,
-        Some(resp.revision),
-        json!({ "reason": reason, "from_revision": revision }),
-    )
-    .await?;
-    act.remember(&mut tx, &resp).await?;
-    tx.commit().await?;
-    Ok(resp)
+    .await
 }
 
 /// What a committed purge did (the answer of the purge route).

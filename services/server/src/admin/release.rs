@@ -6,18 +6,16 @@
 //!
 //! A deleted memory never comes back through any of them: `restore` is the deliberate way back.
 
-use memsync_core::wire::{
-    Conflict, ConflictDetails, PushChange, PushOp, PushRequest, PushResponse,
-};
+use memsync_core::wire::{Conflict, ConflictDetails, PushChange, PushOp, PushResponse};
 use memsync_core::{MemoryPath, ProjectId};
 use serde_json::json;
 use sqlx::PgPool;
 
-use super::memories::{AdminAct, memory_path, stored_state};
+use super::memories::{AdminAct, batch, memory_path, stored_state};
 use crate::error::{ApiError, ApiResult};
 use crate::store::history::{self, StoredContent};
 use crate::store::memories::Stored;
-use crate::sync::{self, PushMeta, SyncLimits};
+use crate::sync::{PushMeta, SyncLimits};
 
 /// Hides a live memory from every member: a disabling tombstone, audited `memory_disabled`.
 pub async fn disable(
@@ -58,19 +56,15 @@ pub async fn disable(
         content: None,
         named_paths: Vec::new(),
     };
-    let mut tx = pool.begin().await?;
-    let resp = sync::push_in(&mut tx, pool, limits, &act.meta("disable"), &batch(change)).await?;
-    act.audit(
-        &mut tx,
-        "memory_disabled",
-        &path,
-        Some(resp.revision),
-        json!({ "reason": reason }),
+    act.write(
+        pool,
+        limits,
+        &act.meta("disable"),
+        &batch(change, false),
+        ("memory_disabled", &path, json!({ "reason": reason })),
+        |e| e,
     )
-    .await?;
-    act.remember(&mut tx, &resp).await?;
-    tx.commit().await?;
-    Ok(resp)
+    .await
 }
 
 /// Publishes again the version a disable hid, held to today's guards (content a rescan flagged
@@ -114,13 +108,16 @@ pub async fn enable(
             ))
         })?;
     let content = content_of(&path, &hidden, "enable")?;
-    let mut req = batch(PushChange {
-        path: path.to_string(),
-        op: PushOp::Put,
-        base_sha256: None,
-        content: Some(content),
-        named_paths: hidden.named_paths.clone(),
-    });
+    let mut req = batch(
+        PushChange {
+            path: path.to_string(),
+            op: PushOp::Put,
+            base_sha256: None,
+            content: Some(content),
+            named_paths: hidden.named_paths.clone(),
+        },
+        false,
+    );
     // The indexes as they were before the disable, merged per entry over what it made of them
     // (edits made since are kept): the entry comes back where it was, not at the end.
     for index in history::index_changes(pool, project, state.revision).await? {
@@ -133,21 +130,19 @@ pub async fn enable(
             named_paths: Vec::new(),
         });
     }
-    let mut tx = pool.begin().await?;
-    let resp = sync::push_in(&mut tx, pool, limits, &act.meta("enable"), &req)
-        .await
-        .map_err(|e| guards_refused(e, &path, hidden.revision, "enabled"))?;
-    act.audit(
-        &mut tx,
-        "memory_enabled",
-        &path,
-        Some(resp.revision),
-        json!({ "reason": reason, "from_revision": hidden.revision }),
+    act.write(
+        pool,
+        limits,
+        &act.meta("enable"),
+        &req,
+        (
+            "memory_enabled",
+            &path,
+            json!({ "reason": reason, "from_revision": hidden.revision }),
+        ),
+        |e| guards_refused(e, &path, hidden.revision, "enabled"),
     )
-    .await?;
-    act.remember(&mut tx, &resp).await?;
-    tx.commit().await?;
-    Ok(resp)
+    .await
 }
 
 /// Publishes the version of a live or disabled memory written at `revision` as a new revision,
@@ -199,23 +194,19 @@ pub async fn rollback(
         note: Some(&note),
         ..act.meta("rollback")
     };
-    let mut tx = pool.begin().await?;
-    let resp = sync::push_in(&mut tx, pool, limits, &meta, &batch(change))
-        .await
-        .map_err(|e| guards_refused(e, &path, revision, "rolled back"))?;
-    if resp.created_revision {
-        act.audit(
-            &mut tx,
+    act.write(
+        pool,
+        limits,
+        &meta,
+        &batch(change, false),
+        (
             "memory_rolled_back",
             &path,
-            Some(resp.revision),
             json!({ "reason": reason, "to_revision": revision }),
-        )
-        .await?;
-    }
-    act.remember(&mut tx, &resp).await?;
-    tx.commit().await?;
-    Ok(resp)
+        ),
+        |e| guards_refused(e, &path, revision, "rolled back"),
+    )
+    .await
 }
 
 /// The reason given, if any: optional for these actions, at most 1,000 bytes.
@@ -228,17 +219,6 @@ fn reason<'a>(act: &AdminAct<'a>) -> ApiResult<Option<&'a str>> {
         ));
     }
     Ok(Some(r).filter(|r| !r.is_empty()))
-}
-
-fn batch(change: PushChange) -> PushRequest {
-    PushRequest {
-        changes: vec![change],
-        // One memory, the admin's explicit choice.
-        allow_mass_delete: true,
-        // Purged content does not come back through a release action.
-        allow_purged: false,
-        provenance: None,
-    }
 }
 
 /// The stored state of a memory, or "not found" when the project never had it.
