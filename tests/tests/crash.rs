@@ -2,7 +2,7 @@
 //! acknowledged push is there and none is half-applied.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
 use memsync_e2e::*;
@@ -24,10 +24,13 @@ async fn sigkill_during_pushes_loses_nothing_acknowledged() {
     let (mut server, _db) = Server::start().await;
     let token = server.token("alice", &["acme"]);
     let stop = Arc::new(AtomicBool::new(false));
+    // The most pushes any one task has had acknowledged so far.
+    let most_acked = Arc::new(AtomicI64::new(0));
     let mut tasks = Vec::new();
     for t in 0..4 {
         let c = server.client(&token);
         let stop = stop.clone();
+        let most_acked = most_acked.clone();
         tasks.push(tokio::spawn(async move {
             let (mut sha_a, mut sha_b): (Option<String>, Option<String>) = (None, None);
             let mut acked = 0i64;
@@ -56,6 +59,7 @@ async fn sigkill_during_pushes_loses_nothing_acknowledged() {
                         sha_a = sha_of(&v, &format!("t{t}/a.md"));
                         sha_b = sha_of(&v, &format!("t{t}/b.md"));
                         acked = g;
+                        most_acked.fetch_max(g, Ordering::Relaxed);
                     }
                     // The server died mid-request: stop; whatever was acknowledged must survive.
                     _ => break,
@@ -64,7 +68,13 @@ async fn sigkill_during_pushes_loses_nothing_acknowledged() {
             (t, acked, attempted)
         }));
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Kill once the stream is well under way (however slow the machine is), while pushes are
+    // still in flight.
+    let started = std::time::Instant::now();
+    while most_acked.load(Ordering::Relaxed) <= 5 && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
     server.kill();
     stop.store(true, Ordering::Relaxed);
     let mut results = Vec::new();
