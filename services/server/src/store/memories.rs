@@ -14,6 +14,8 @@ pub struct LockedProject {
     pub files: i64,
     /// An archived project is read-only.
     pub archived: bool,
+    /// `review = required`: a push by a member who is not a reviewer becomes proposals.
+    pub review_required: bool,
 }
 
 /// The stored state of one path.
@@ -205,18 +207,22 @@ pub async fn lock_project(
     conn: &mut PgConnection,
     project: &ProjectId,
 ) -> sqlx::Result<Option<LockedProject>> {
-    let row: Option<(i64, i32, bool)> = sqlx::query_as(
-        "SELECT revision, files, archived_at IS NOT NULL FROM projects WHERE team = $1 AND project = $2 FOR UPDATE",
+    let row: Option<(i64, i32, bool, bool)> = sqlx::query_as(
+        "SELECT revision, files, archived_at IS NOT NULL, review = 'required'
+         FROM projects WHERE team = $1 AND project = $2 FOR UPDATE",
     )
     .bind(project.team())
     .bind(project.as_str())
     .fetch_optional(&mut *conn)
     .await?;
-    Ok(row.map(|(revision, files, archived)| LockedProject {
-        revision,
-        files: files.into(),
-        archived,
-    }))
+    Ok(row.map(
+        |(revision, files, archived, review_required)| LockedProject {
+            revision,
+            files: files.into(),
+            archived,
+            review_required,
+        },
+    ))
 }
 
 /// The stored state of each of `paths` that the project has ever had.

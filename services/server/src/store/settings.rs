@@ -66,14 +66,3 @@ pub async fn set(
     .await?;
     Ok(())
 }
-
-/// Whether a push to the project by a member who is not a reviewer becomes proposals.
-pub async fn review_required(conn: &mut PgConnection, project: &ProjectId) -> sqlx::Result<bool> {
-    let review: Option<String> =
-        sqlx::query_scalar("SELECT review FROM projects WHERE team = $1 AND project = $2")
-            .bind(project.team())
-            .bind(project.as_str())
-            .fetch_optional(&mut *conn)
-            .await?;
-    Ok(review.as_deref() == Some("required"))
-}

@@ -24,7 +24,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::store::audit::{self, AuditEvent};
 use crate::store::memories::{self, Author, NewState, Stored, rfc3339};
-use crate::store::{idempotency, proposals, settings};
+use crate::store::{idempotency, proposals};
 
 /// A push that stopped before committing: the error to answer and the audit event that records
 /// the refusal (written after the transaction is rolled back, outside it).
@@ -142,9 +142,8 @@ pub async fn push(
         return replay(stored, &meta.request_hash);
     }
     let mut reviewer = Reviewer::new(meta.principal, project);
-    let proposes = reviewer.known.is_none()
-        && settings::review_required(&mut tx, project).await?
-        && !reviewer.is(&mut tx).await?;
+    let proposes =
+        reviewer.known.is_none() && locked.review_required && !reviewer.is(&mut tx).await?;
     let applied = if proposes {
         propose::propose(
             &mut tx,
