@@ -241,6 +241,19 @@ pub struct GlobalArgs {
     /// `description`), applied to every write and rescan on top of the built-in rules.
     #[arg(long, global = true, env = "MEMSYNC_SCAN_RULES", value_name = "FILE")]
     pub scan_rules: Option<PathBuf>,
+    /// The URL people reach this server at, e.g. `https://memsync.example.com` (behind a TLS
+    /// proxy). The admin console checks that its forms are posted from this origin, and its
+    /// session cookie is `Secure` when the URL is https. Without it, the request's `Host` (and
+    /// `X-Forwarded-Proto`) is taken as the origin.
+    #[arg(long, global = true, env = "MEMSYNC_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+    /// How long an admin console session lasts without being used.
+    #[arg(long, global = true, env = "MEMSYNC_CONSOLE_IDLE_TIMEOUT", default_value = "30m", value_parser = humantime::parse_duration)]
+    pub console_idle_timeout: Duration,
+    /// The longest an admin console session lasts however much it is used (never past the
+    /// expiry of the token it was opened with).
+    #[arg(long, global = true, env = "MEMSYNC_CONSOLE_MAX_SESSION", default_value = "8h", value_parser = humantime::parse_duration)]
+    pub console_max_session: Duration,
     /// Log format: `auto` (JSON when stderr is not a terminal), `json` or `text`.
     #[arg(
         long,
@@ -287,6 +300,9 @@ pub struct Config {
     pub export: ExportConfig,
     /// The extra scanner rules file, if any.
     pub scan_rules: Option<PathBuf>,
+    pub public_url: Option<String>,
+    pub console_idle_timeout: Duration,
+    pub console_max_session: Duration,
 }
 
 impl Config {
@@ -338,6 +354,9 @@ impl Config {
                 failpoint: g.export_failpoint.clone(),
             },
             scan_rules: g.scan_rules.clone().filter(|p| !p.as_os_str().is_empty()),
+            public_url: g.public_url.clone().filter(|u| !u.is_empty()),
+            console_idle_timeout: g.console_idle_timeout,
+            console_max_session: g.console_max_session,
         }
     }
 

@@ -91,6 +91,11 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     cfg.export.validate()?;
     install_scan_rules(&cfg)?;
     let keys = Arc::new(keys(&cfg)?);
+    let console = memsync_server::console::Settings::new(
+        cfg.public_url.as_deref(),
+        cfg.console_idle_timeout,
+        cfg.console_max_session,
+    )?;
     let mut db = Database::open_to_serve(&cfg).await?;
     if let Err(e) = db.migrate().await {
         db.close().await;
@@ -109,6 +114,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         metrics: Arc::default(),
         max_body_bytes: cfg.max_body_bytes,
         db_health,
+        console,
     };
     let app = http::router(state, cfg.request_timeout);
     let listener = match http::serve::bind(cfg.listen) {

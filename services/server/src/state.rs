@@ -1,5 +1,5 @@
 //! What every request handler shares: the pool, the signing keys and revocation set, the sync
-//! limits, metrics, and the database's health. Built once in `serve`, cloned per request.
+//! limits, metrics, the database's health, and the console's settings. Built once in `serve`, cloned per request.
 
 use std::sync::Arc;
 
@@ -20,4 +20,6 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// The database's state as the supervisor sees it, for `/readyz` and `/healthz`.
     pub db_health: DbHealth,
+    /// The admin console's session settings and origin.
+    pub console: Arc<crate::console::Settings>,
 }

@@ -169,7 +169,8 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
     for (_, path, handler) in routes() {
         app = app.route(path, handler);
     }
-    app.layer(DefaultBodyLimit::max(max_body_bytes))
+    app.merge(crate::console::router())
+        .layer(DefaultBodyLimit::max(max_body_bytes))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::map_response(json_errors))
@@ -213,11 +214,11 @@ async fn drop_bad_request_id(mut req: axum::extract::Request) -> axum::extract::
 /// may quote what the client sent.
 async fn json_errors(resp: Response) -> Response {
     let status = resp.status();
-    let is_json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    // JSON errors, and the console's own HTML error pages, are left as they are.
+    let shaped = resp.headers().get(header::CONTENT_TYPE).is_some_and(|v| {
+        v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/html")
+    });
+    if !(status.is_client_error() || status.is_server_error()) || shaped {
         return resp;
     }
     let err = match status {

@@ -9,5 +9,6 @@ pub mod memories;
 pub mod outbox;
 pub mod proposals;
 pub mod reviewers;
+pub mod sessions;
 pub mod settings;
 pub mod tokens;

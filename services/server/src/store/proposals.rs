@@ -478,3 +478,20 @@ pub async fn confirm_memory(
     .await?;
     Ok(r.rows_affected() == 1)
 }
+
+/// Open review items (pending, due, flagged) per project (`team/name`), of `teams` (None: every
+/// team).
+pub async fn open_counts<'e>(
+    db: impl PgExecutor<'e>,
+    teams: Option<&[String]>,
+) -> sqlx::Result<std::collections::HashMap<String, i64>> {
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT project, count(*) FROM proposals
+         WHERE status IN ('pending', 'due', 'flagged') AND ($1::text[] IS NULL OR team = ANY($1))
+         GROUP BY project",
+    )
+    .bind(teams)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
+}

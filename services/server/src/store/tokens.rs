@@ -130,7 +130,8 @@ pub enum Revoked {
     Unknown,
 }
 
-/// Marks the token revoked and tells every replica (NOTIFY), in the caller's transaction.
+/// Marks the token revoked, ends the console sessions opened with it, and tells every replica
+/// (NOTIFY), in the caller's transaction.
 pub async fn revoke(tx: &mut PgConnection, jti: Uuid, by: &str) -> sqlx::Result<Revoked> {
     let prior: Option<Option<DateTime<Utc>>> =
         sqlx::query_scalar("SELECT revoked_at FROM tokens WHERE jti = $1 FOR UPDATE")
@@ -146,6 +147,8 @@ pub async fn revoke(tx: &mut PgConnection, jti: Uuid, by: &str) -> sqlx::Result<
                 .bind(by)
                 .execute(&mut *tx)
                 .await?;
+            // Console sessions opened with the token end with it.
+            super::sessions::close_for_token(&mut *tx, jti).await?;
             Revoked::Now
         }
     };
