@@ -11,8 +11,9 @@
 
 // mod allowlist;
 // mod audit;
-// mod memory;
-// mod project;
+mod diff;
+mod memory;
+mod project;
 mod projects;
 pub mod render;
 // mod review;
@@ -43,6 +44,13 @@ pub fn router() -> Router<AppState> {
         )
         .route("/admin/logout", post(session::logout))
         .route("/admin/projects", get(projects::page))
+        .route("/admin/p/{team}/{name}", get(project::page))
+        .route("/admin/p/{team}/{name}/memory", get(memory::page))
+        .route("/admin/p/{team}/{name}/diff", get(memory::diff))
+        .route(
+            "/admin/p/{team}/{name}/act",
+            get(memory::confirm).post(memory::act),
+        )
         .route("/admin/{*rest}", get(not_found).post(not_found))
         .layer(axum::middleware::from_fn(security_headers))
 }
