@@ -96,6 +96,20 @@ pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; for
 
 async fn security_headers(req: Request, next: Next) -> Response {
     let mut resp = next.run(req).await;
+    // axum's own refusals (a malformed query or path) come as plain text: shown as a page too,
+    // without their text, which may quote the request.
+    let status = resp.status();
+    let html_page = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
+    if (status.is_client_error() || status.is_server_error()) && !html_page {
+        resp = PageError::new(
+            status,
+            "The page's address is malformed: a parameter is missing, repeated or not of the right kind. Follow a link from the console instead.",
+        )
+        .into_response();
+    }
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
