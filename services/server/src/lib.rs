@@ -11,6 +11,7 @@
 pub mod admin;
 pub mod auth;
 pub mod config;
+pub mod console;
 pub mod db;
 pub mod error;
 pub mod export;
