@@ -94,3 +94,34 @@ pub async fn event<'e>(
     .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_every_field_and_defuses_formulas() {
+        let row = AuditRow {
+            id: 7,
+            at: "2026-11-30T00:00:00Z".into(),
+            team: Some("acme".into()),
+            project: Some("acme/api".into()),
+            actor: "=cmd".into(),
+            actor_name: Some("Bob".into()),
+            action: "push".into(),
+            path: Some("a \"b\".md".into()),
+            revision: Some(3),
+            request_id: None,
+            details: serde_json::json!({ "k": "v" }),
+        };
+        assert_eq!(
+            csv(&[row]),
+            "id,at,team,project,actor,action,path,revision,request_id,details\n\
+             \"7\",\"2026-11-30T00:00:00Z\",\"acme\",\"acme/api\",\"'=cmd\",\"push\",\"a \"\"b\"\".md\",\"3\",\"\",\"{\"\"k\"\":\"\"v\"\"}\"\n"
+        );
+        assert_eq!(
+            csv(&[]),
+            "id,at,team,project,actor,action,path,revision,request_id,details\n"
+        );
+    }
+}

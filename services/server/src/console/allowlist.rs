@@ -14,7 +14,9 @@ use serde::Deserialize;
 
 use super::audit::utc_display;
 use super::render::age;
-use super::{Console, Flash, Nav, PageError, PageResult, Posted, enc, html, project_url, see_other};
+use super::{
+    Console, Flash, Nav, PageError, PageResult, Posted, enc, html, project_url, see_other,
+};
 use crate::admin::{self, allowlist};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -189,8 +191,7 @@ pub async fn change(
             };
             let fingerprint = req.fingerprint.to_string();
             let rule = req.rule.to_string();
-            match allowlist::add(&state.pool, &console.principal, &project, req, request_id).await
-            {
+            match allowlist::add(&state.pool, &console.principal, &project, req, request_id).await {
                 Ok(added) => {
                     let text = if added {
                         format!(

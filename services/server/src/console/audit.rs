@@ -115,9 +115,7 @@ impl AuditQuery {
             None => None,
             Some(p) => Some(
                 p.parse::<ProjectId>()
-                    .map_err(|e| {
-                        format!("Project “{p}” is not `team/name` (e.g. acme/api): {e}.")
-                    })?
+                    .map_err(|e| format!("Project “{p}” is not `team/name` (e.g. acme/api): {e}."))?
                     .as_str()
                     .to_owned(),
             ),
@@ -162,7 +160,11 @@ pub fn utc_input(s: &str) -> Result<Option<DateTime<Utc>>, String> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(Some(t.with_timezone(&Utc)));
     }
-    for format in ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%.f"] {
+    for format in [
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M:%S%.f",
+    ] {
         if let Ok(t) = NaiveDateTime::parse_from_str(s, format) {
             return Ok(Some(t.and_utc()));
         }
@@ -289,7 +291,9 @@ pub async fn csv(
 ) -> PageResult {
     console.require_admin()?;
     let mut filter = q.filter(CSV_CHUNK).map_err(|e| {
-        PageError::bad_request(format!("{e} Correct the filters on the audit page and download again."))
+        PageError::bad_request(format!(
+            "{e} Correct the filters on the audit page and download again."
+        ))
     })?;
     let mut rows: Vec<AuditRow> = Vec::new();
     loop {
@@ -344,7 +348,12 @@ mod tests {
             t("2026-11-30T14:05:00+02:00").as_deref(),
             Some("2026-11-30T12:05:00+00:00")
         );
-        for bad in ["yesterday", "2026-11-30", "2026-13-01T00:00", "2026-11-30 14:05x"] {
+        for bad in [
+            "yesterday",
+            "2026-11-30",
+            "2026-13-01T00:00",
+            "2026-11-30 14:05x",
+        ] {
             let e = utc_input(bad).unwrap_err();
             assert!(e.contains(bad.trim()) && e.contains("UTC"), "{bad}: {e}");
         }
@@ -367,7 +376,10 @@ mod tests {
             q.link("/admin/audit", Some(42)),
             "/admin/audit?actor=bob&project=acme%2Fapi&since=2026-11-30T00%3A00&cursor=42"
         );
-        assert_eq!(AuditQuery::default().link("/admin/audit.csv", None), "/admin/audit.csv");
+        assert_eq!(
+            AuditQuery::default().link("/admin/audit.csv", None),
+            "/admin/audit.csv"
+        );
 
         let bad = |q: AuditQuery| q.filter(50).unwrap_err();
         assert!(

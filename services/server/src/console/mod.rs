@@ -11,11 +11,12 @@
 
 mod allowlist;
 mod audit;
-// mod memory;
-// mod project;
+mod diff;
+mod memory;
+mod project;
 mod projects;
 pub mod render;
-// mod review;
+mod review;
 mod session;
 mod tokens;
 
@@ -43,6 +44,15 @@ pub fn router() -> Router<AppState> {
         )
         .route("/admin/logout", post(session::logout))
         .route("/admin/projects", get(projects::page))
+        .route("/admin/p/{team}/{name}", get(project::page))
+        .route("/admin/p/{team}/{name}/memory", get(memory::page))
+        .route("/admin/p/{team}/{name}/diff", get(memory::diff))
+        .route(
+            "/admin/p/{team}/{name}/act",
+            get(memory::confirm).post(memory::act),
+        )
+        .route("/admin/review", get(review::list))
+        .route("/admin/review/{id}", get(review::show).post(review::decide))
         .route("/admin/audit", get(audit::page))
         .route("/admin/audit.csv", get(audit::csv))
         .route("/admin/tokens", get(tokens::page).post(tokens::issue))
@@ -99,6 +109,20 @@ pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; for
 
 async fn security_headers(req: Request, next: Next) -> Response {
     let mut resp = next.run(req).await;
+    // axum's own refusals (a malformed query or path) come as plain text: shown as a page too,
+    // without their text, which may quote the request.
+    let status = resp.status();
+    let html_page = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/html"));
+    if (status.is_client_error() || status.is_server_error()) && !html_page {
+        resp = PageError::new(
+            status,
+            "The page's address is malformed: a parameter is missing, repeated or not of the right kind. Follow a link from the console instead.",
+        )
+        .into_response();
+    }
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,

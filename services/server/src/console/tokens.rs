@@ -130,7 +130,8 @@ fn row(t: &TokenRecord, now: chrono::DateTime<Utc>) -> Row {
                 t.revoked_by.as_deref().unwrap_or("?")
             )
         }),
-        revoke_url: (state == TokenState::Active).then(|| format!("/admin/tokens/{}/revoke", t.jti)),
+        revoke_url: (state == TokenState::Active)
+            .then(|| format!("/admin/tokens/{}/revoke", t.jti)),
     }
 }
 
@@ -292,9 +293,7 @@ struct IssuedPage {
 
 /// The issue form, checked: what `tokens::issue` takes, or what to fix.
 fn issue_request(f: &IssueForm) -> Result<IssueRequest, String> {
-    let text = |what: &str, s: &str| {
-        Text::new(s.trim()).map_err(|e| format!("{what}: {e}."))
-    };
+    let text = |what: &str, s: &str| Text::new(s.trim()).map_err(|e| format!("{what}: {e}."));
     let user = text("User", &f.user)?;
     if user.is_empty() {
         return Err("User: give the name of the person or agent the token is for.".into());
@@ -363,7 +362,8 @@ pub async fn issue(
                 key: String::new(),
                 ..form
             },
-            "This form is incomplete (its key is missing); check the fields and issue again.".into(),
+            "This form is incomplete (its key is missing); check the fields and issue again."
+                .into(),
         )
         .await;
     }
@@ -512,7 +512,10 @@ mod tests {
         assert!(parse_teams(" , ").unwrap().is_empty());
         for bad in ["Acme", "ops:owner", ":admin", "a/b"] {
             let e = parse_teams(bad).unwrap_err();
-            assert!(e.starts_with("Teams: ") && e.contains("acme, ops:admin"), "{bad}: {e}");
+            assert!(
+                e.starts_with("Teams: ") && e.contains("acme, ops:admin"),
+                "{bad}: {e}"
+            );
         }
     }
 

@@ -586,3 +586,35 @@ pub async fn mark_checked<'e>(
     .await?;
     Ok(r.rows_affected())
 }
+
+/// One path of a project as the console lists it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Listed {
+    pub path: String,
+    pub revision: i64,
+    pub deleted: bool,
+    pub disabled: bool,
+    pub content: Option<String>,
+    pub author_name: String,
+    pub updated_at: DateTime<Utc>,
+    pub confirmed_at: Option<DateTime<Utc>>,
+}
+
+/// Every live path of the project (and disabled ones; with `deleted`, deleted ones too), by path.
+pub async fn listing<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    deleted: bool,
+) -> sqlx::Result<Vec<Listed>> {
+    sqlx::query_as(
+        "SELECT path, revision, deleted, disabled, content, author_name, updated_at, confirmed_at
+         FROM memories
+         WHERE team = $1 AND project = $2 AND (NOT deleted OR disabled OR $3)
+         ORDER BY path",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(deleted)
+    .fetch_all(db)
+    .await
+}
