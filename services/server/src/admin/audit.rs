@@ -29,6 +29,42 @@ pub async fn audit_page(
     Ok((rows, next))
 }
 
+/// Audit rows as CSV, as the admin API's `format=csv` and the console's download give them: the
+/// header line `id,at,team,project,actor,action,path,revision,request_id,details` (no
+/// `actor_name`, as `openapi.yaml` says), then one line per row, every field quoted.
+pub fn csv(rows: &[AuditRow]) -> String {
+    let mut out =
+        String::from("id,at,team,project,actor,action,path,revision,request_id,details\n");
+    for r in rows {
+        let fields = [
+            r.id.to_string(),
+            r.at.clone(),
+            r.team.clone().unwrap_or_default(),
+            r.project.clone().unwrap_or_default(),
+            r.actor.clone(),
+            r.action.clone(),
+            r.path.clone().unwrap_or_default(),
+            r.revision.map(|v| v.to_string()).unwrap_or_default(),
+            r.request_id.clone().unwrap_or_default(),
+            r.details.to_string(),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    // Quote always; a leading =,+,-,@ is prefixed so spreadsheets don't run it as a formula.
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s.to_owned()
+    };
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
 /// Audits an action of `principal` on `project`.
 #[allow(clippy::too_many_arguments)]
 pub async fn event<'e>(
@@ -57,4 +93,35 @@ pub async fn event<'e>(
     )
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_every_field_and_defuses_formulas() {
+        let row = AuditRow {
+            id: 7,
+            at: "2026-11-30T00:00:00Z".into(),
+            team: Some("acme".into()),
+            project: Some("acme/api".into()),
+            actor: "=cmd".into(),
+            actor_name: Some("Bob".into()),
+            action: "push".into(),
+            path: Some("a \"b\".md".into()),
+            revision: Some(3),
+            request_id: None,
+            details: serde_json::json!({ "k": "v" }),
+        };
+        assert_eq!(
+            csv(&[row]),
+            "id,at,team,project,actor,action,path,revision,request_id,details\n\
+             \"7\",\"2026-11-30T00:00:00Z\",\"acme\",\"acme/api\",\"'=cmd\",\"push\",\"a \"\"b\"\".md\",\"3\",\"\",\"{\"\"k\"\":\"\"v\"\"}\"\n"
+        );
+        assert_eq!(
+            csv(&[]),
+            "id,at,team,project,actor,action,path,revision,request_id,details\n"
+        );
+    }
 }

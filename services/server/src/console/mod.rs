@@ -9,16 +9,16 @@
 //! or rendered by `render::markdown`, which lets no HTML, script or remote image through, and the
 //! Content-Security-Policy forbids scripts besides.
 
-// mod allowlist;
-// mod audit;
+mod allowlist;
+mod audit;
 mod diff;
 mod memory;
 mod project;
 mod projects;
 pub mod render;
-// mod review;
+mod review;
 mod session;
-// mod tokens;
+mod tokens;
 
 use askama::Template;
 use axum::Router;
@@ -50,6 +50,19 @@ pub fn router() -> Router<AppState> {
         .route(
             "/admin/p/{team}/{name}/act",
             get(memory::confirm).post(memory::act),
+        )
+        .route("/admin/review", get(review::list))
+        .route("/admin/review/{id}", get(review::show).post(review::decide))
+        .route("/admin/audit", get(audit::page))
+        .route("/admin/audit.csv", get(audit::csv))
+        .route("/admin/tokens", get(tokens::page).post(tokens::issue))
+        .route(
+            "/admin/tokens/{jti}/revoke",
+            get(tokens::confirm_revoke).post(tokens::revoke),
+        )
+        .route(
+            "/admin/p/{team}/{name}/allowlist",
+            get(allowlist::page).post(allowlist::change),
         )
         .route("/admin/{*rest}", get(not_found).post(not_found))
         .layer(axum::middleware::from_fn(security_headers))

@@ -72,25 +72,7 @@ pub async fn audit(
             Ok(Json(json!({ "events": rows, "next_cursor": next })).into_response())
         }
         Some("csv") => {
-            let mut out =
-                String::from("id,at,team,project,actor,action,path,revision,request_id,details\n");
-            for r in &rows {
-                let fields = [
-                    r.id.to_string(),
-                    r.at.clone(),
-                    r.team.clone().unwrap_or_default(),
-                    r.project.clone().unwrap_or_default(),
-                    r.actor.clone(),
-                    r.action.clone(),
-                    r.path.clone().unwrap_or_default(),
-                    r.revision.map(|v| v.to_string()).unwrap_or_default(),
-                    r.request_id.clone().unwrap_or_default(),
-                    r.details.to_string(),
-                ];
-                let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-                out.push_str(&line.join(","));
-                out.push('\n');
-            }
+            let out = admin::audit::csv(&rows);
             let mut resp = (
                 [(
                     header::CONTENT_TYPE,
@@ -111,16 +93,6 @@ pub async fn audit(
             format!("format `{other}`: use json or csv"),
         )),
     }
-}
-
-fn csv_field(s: &str) -> String {
-    // Quote always; a leading =,+,-,@ is prefixed so spreadsheets don't run it as a formula.
-    let s = if s.starts_with(['=', '+', '-', '@']) {
-        format!("'{s}")
-    } else {
-        s.to_owned()
-    };
-    format!("\"{}\"", s.replace('"', "\"\""))
 }
 
 pub async fn projects(State(state): State<AppState>, principal: Principal) -> ApiResult<Response> {
