@@ -33,7 +33,7 @@ use crate::state::AppState;
 pub use session::{Console, Posted, Settings};
 
 /// The console's routes; merged into the server's router by `http::router`.
-pub fn router() -> Router<AppState> {
+pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/admin", get(|| async { Redirect::to("/admin/") }))
         .route("/admin/", get(home))
@@ -65,6 +65,7 @@ pub fn router() -> Router<AppState> {
             get(allowlist::page).post(allowlist::change),
         )
         .route("/admin/{*rest}", get(not_found).post(not_found))
+        .layer(axum::middleware::from_fn_with_state(state, with_nav))
         .layer(axum::middleware::from_fn(security_headers))
 }
 
@@ -249,6 +250,40 @@ struct ErrorPage<'a> {
     message: &'a str,
 }
 
+/// What an error page said, kept on its response so `with_nav` can show it again in the page
+/// frame of the signed-in user.
+#[derive(Clone)]
+struct Refused {
+    status: StatusCode,
+    message: String,
+}
+
+/// An error page for a signed-in user keeps the console's header (sections, sign-out).
+async fn with_nav(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let headers = req.headers().clone();
+    let resp = next.run(req).await;
+    let Some(refused) = resp.extensions().get::<Refused>().cloned() else {
+        return resp;
+    };
+    let Ok(console) = Console::of(&state, &headers).await else {
+        return resp;
+    };
+    let page = ErrorPage {
+        nav: console.nav(""),
+        status: refused.status.as_u16(),
+        reason: refused.status.canonical_reason().unwrap_or("Error"),
+        message: &refused.message,
+    };
+    match page.render() {
+        Ok(html) => (refused.status, axum::response::Html(html)).into_response(),
+        Err(_) => resp,
+    }
+}
+
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         match self {
@@ -265,10 +300,13 @@ impl IntoResponse for PageError {
                     reason: status.canonical_reason().unwrap_or("Error"),
                     message: &message,
                 };
-                match page.render() {
+                let mut resp = match page.render() {
                     Ok(html) => (status, axum::response::Html(html)).into_response(),
-                    Err(_) => (status, message).into_response(),
-                }
+                    Err(_) => (status, message.clone()).into_response(),
+                };
+                // For `with_nav`, which shows it again with the signed-in user's header.
+                resp.extensions_mut().insert(Refused { status, message });
+                resp
             }
         }
     }

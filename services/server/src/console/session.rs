@@ -233,7 +233,14 @@ impl FromRequestParts<AppState> for Console {
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
-        let Some(secret) = cookie_value(&parts.headers, COOKIE).filter(|v| !v.is_empty()) else {
+        Console::of(state, &parts.headers).await
+    }
+}
+
+impl Console {
+    /// The signed-in user of a request's session cookie, or why there is none.
+    pub async fn of(state: &AppState, headers: &HeaderMap) -> Result<Console, PageError> {
+        let Some(secret) = cookie_value(headers, COOKIE).filter(|v| !v.is_empty()) else {
             return Err(PageError::SignIn { why: "required" });
         };
         let id_hash = Sha256::of(secret.as_bytes()).to_hex();

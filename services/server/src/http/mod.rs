@@ -169,7 +169,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
     for (_, path, handler) in routes() {
         app = app.route(path, handler);
     }
-    app.merge(crate::console::router())
+    app.merge(crate::console::router(state.clone()))
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
