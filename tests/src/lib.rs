@@ -7,6 +7,7 @@
 pub mod corpus;
 pub mod feedback_corpus;
 pub mod spec;
+pub mod webdriver;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
