@@ -575,6 +575,35 @@ async fn proposals_are_approved_and_rejected_on_the_review_page() {
     );
     assert!(at_bad < at_good, "newest first: {text}");
     assert!(text.contains("2 items"), "{text}");
+    // A granted reviewer who is not a team admin has the queue, and only the queue.
+    let r = send_json(
+        &ann,
+        reqwest::Method::PUT,
+        "/v1/admin/teams/acme/reviewers/carol",
+        json!({}),
+    )
+    .await;
+    assert!(r.status == 200 || r.status == 201, "{}", r.text);
+    let carol = signed_in(&server, &forge_token("carol", &[("acme", "member")], false)).await;
+    let queue = carol.get("/admin/review").await;
+    assert_eq!(queue.status, 200, "{}", queue.text);
+    assert!(queue.plain().contains("deploy.md") && queue.plain().contains("guess.md"));
+    assert!(
+        !queue.text.contains(r#"href="/admin/audit""#),
+        "no audit section in the nav"
+    );
+    assert_eq!(carol.get("/admin/audit").await.status, 403);
+    assert_eq!(
+        carol.get(&format!("/admin/p/{P}/allowlist")).await.status,
+        403
+    );
+    let item = carol.get(&format!("/admin/review/{good_id}")).await;
+    assert!(
+        item.text.contains(r#"name="decision" value="approve""#),
+        "{}",
+        item.text
+    );
+
     let filtered = b.get("/admin/review?project=acme%2Fnone").await;
     assert!(filtered.plain().contains("acme/none"), "{}", filtered.text);
     let bad_status = b.get("/admin/review?status=maybe").await;

@@ -20,7 +20,7 @@ use crate::store::history::{AuditFilter, AuditRow};
 /// Rows per page.
 const PAGE: i64 = 50;
 /// The most rows one CSV download holds.
-pub const CSV_MAX_ROWS: usize = 10_000;
+const CSV_MAX_ROWS: usize = 10_000;
 /// Rows fetched per query while a CSV download is gathered (the domain's largest page).
 const CSV_CHUNK: i64 = 1000;
 
@@ -174,6 +174,19 @@ pub fn utc_input(s: &str) -> Result<Option<DateTime<Utc>>, String> {
     ))
 }
 
+/// A count with thousands separated: `10,000`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// An RFC 3339 time as the console shows it: `2026-11-30 14:05:09 UTC`.
 pub fn utc_display(rfc3339: &str) -> String {
     DateTime::parse_from_rfc3339(rfc3339)
@@ -190,6 +203,7 @@ pub struct Row {
     pub at_display: String,
     pub at_age: String,
     pub actor: String,
+    /// The actor's display name, when it is not their `sub`.
     pub actor_name: Option<String>,
     pub actor_url: String,
     pub action: String,
@@ -198,6 +212,19 @@ pub struct Row {
     pub path: Option<String>,
     pub revision: Option<i64>,
     pub details: String,
+    /// The start of long details, shown until the row is expanded.
+    pub details_preview: Option<String>,
+}
+
+/// Details longer than this many characters are shown folded, with their start as the summary.
+const DETAILS_PREVIEW_CHARS: usize = 60;
+
+fn preview(details: &str) -> Option<String> {
+    (details.chars().count() > DETAILS_PREVIEW_CHARS).then(|| {
+        let mut s: String = details.chars().take(DETAILS_PREVIEW_CHARS).collect();
+        s.push('…');
+        s
+    })
 }
 
 fn row(r: AuditRow, q: &AuditQuery, now: DateTime<Utc>) -> Row {
@@ -221,13 +248,14 @@ fn row(r: AuditRow, q: &AuditQuery, now: DateTime<Utc>) -> Row {
         at_age: age(&r.at, now),
         at: r.at,
         actor_url: by_actor.link("/admin/audit", None),
+        actor_name: r.actor_name.filter(|n| *n != r.actor),
         actor: r.actor,
-        actor_name: r.actor_name,
         action: r.action,
         project: r.project,
         project_url,
         path: r.path,
         revision: r.revision,
+        details_preview: preview(&details),
         details,
     }
 }
@@ -245,7 +273,7 @@ struct AuditPage {
     newest: Option<String>,
     older: Option<String>,
     csv: String,
-    csv_max: usize,
+    csv_max: String,
 }
 
 pub async fn page(
@@ -269,7 +297,7 @@ pub async fn page(
         newest: (!q.cursor.trim().is_empty()).then(|| q.link("/admin/audit", None)),
         older: next.map(|c| q.link("/admin/audit", Some(c))),
         csv: q.link("/admin/audit.csv", None),
-        csv_max: CSV_MAX_ROWS,
+        csv_max: thousands(CSV_MAX_ROWS),
         rows: rows.into_iter().map(|r| row(r, &q, now)).collect(),
         actions: &KNOWN_ACTIONS,
         error,
@@ -407,11 +435,23 @@ mod tests {
     }
 
     #[test]
+    fn long_details_fold_behind_their_start() {
+        assert_eq!(preview(r#"{"reason":"x"}"#), None);
+        let long = format!(r#"{{"reason":"{}"}}"#, "é".repeat(80));
+        let p = preview(&long).unwrap();
+        assert_eq!(p.chars().count(), DETAILS_PREVIEW_CHARS + 1);
+        assert!(p.ends_with('…') && long.starts_with(p.trim_end_matches('…')));
+    }
+
+    #[test]
     fn times_show_in_utc() {
         assert_eq!(
             utc_display("2026-11-30T14:05:09.123+01:00"),
             "2026-11-30 13:05:09 UTC"
         );
         assert_eq!(utc_display("not a time"), "not a time");
+        assert_eq!(thousands(10_000), "10,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 }

@@ -91,6 +91,8 @@ pub struct Choice {
 
 pub struct Row {
     pub url: String,
+    /// The queue filtered to this item's project.
+    pub project_url: String,
     pub id: i64,
     pub project: String,
     pub path: String,
@@ -107,6 +109,7 @@ pub struct Row {
 fn row(p: ProposalSummary, now: chrono::DateTime<chrono::Utc>) -> Row {
     Row {
         url: item_url(p.id),
+        project_url: format!("/admin/review?project={}", enc(&p.project)),
         id: p.id,
         created_age: age(&p.created_at, now),
         op: op_str(p.op),
@@ -248,7 +251,15 @@ fn field(name: &str, value: impl Into<String>, mono: bool) -> Field {
 fn provenance_fields(d: &ProposalDetail) -> Vec<Field> {
     let p = &d.provenance;
     let mut out = vec![
-        field("Author", format!("{} ({})", p.author, p.author_sub), false),
+        field(
+            "Author",
+            if p.author == p.author_sub {
+                p.author.clone()
+            } else {
+                format!("{} ({})", p.author, p.author_sub)
+            },
+            false,
+        ),
         field("Pushed", utc_display(&p.pushed_at), false),
     ];
     let optional = [
@@ -377,7 +388,7 @@ pub async fn show(
     let open = s.status.is_open();
     let author = d.provenance.author_sub == p.claims.sub && s.status == ProposalStatus::Pending;
     // A granted reviewer may not approve their own proposal; a team admin may.
-    let may_approve = open && reviewer && !(author && !p.is_team_admin(&project));
+    let may_approve = open && reviewer && (!author || p.is_team_admin(&project));
     let may_reject = open && (reviewer || author);
     let (approve, reject) = match s.status {
         ProposalStatus::Due => ("Confirm: keep it published", "Disable it"),
