@@ -140,10 +140,10 @@ fn check_origin(headers: &HeaderMap, settings: &Settings) -> PageResult<()> {
             "This form was posted from {what}; the console only takes forms from its own pages. Open the page in the console and submit it there."
         )))
     };
-    if let Some(site) = headers.get("sec-fetch-site") {
-        if site.as_bytes() != b"same-origin" {
-            return refuse("another site");
-        }
+    if let Some(site) = headers.get("sec-fetch-site")
+        && site.as_bytes() != b"same-origin"
+    {
+        return refuse("another site");
     }
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());
