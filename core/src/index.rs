@@ -5,6 +5,7 @@
 //! neither headings nor entries are kept verbatim, and entries are keyed by their link target so
 //! that concurrent edits merge per entry instead of per file.
 
+use crate::text::thousands;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Agents load only this many lines of an index.
@@ -456,19 +457,6 @@ fn echo(s: &str) -> String {
     let mut out: String = s.chars().take(ECHO_CHARS).collect();
     if s.chars().nth(ECHO_CHARS).is_some() {
         out.push('…');
-    }
-    out
-}
-
-/// `25000` → `25,000`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
     }
     out
 }

@@ -388,34 +388,34 @@ impl Browser {
             .map(drop)
     }
 
-    /// Sizes the viewport (what a page and a screenshot get) to `width` x `height` CSS pixels.
-    /// Headless Chromium still counts a toolbar into its window, so the window is made that much
-    /// bigger.
+    /// Sizes the viewport (what a page and a screenshot get) to `width` x `height` CSS pixels, at
+    /// a device pixel ratio of 1. The window is resized too, but the viewport is set exactly
+    /// through DevTools (`Emulation.setDeviceMetricsOverride`): headless Chromium counts a
+    /// toolbar into its window and applies a resize a moment later, so sizing by the window
+    /// alone is a race.
     pub async fn set_window_size(&self, width: u32, height: u32) -> anyhow::Result<()> {
-        let mut window = (width, height);
-        for _ in 0..2 {
-            self.session
-                .post(
-                    "/window/rect",
-                    json!({"width": window.0, "height": window.1}),
-                )
-                .await
-                .with_context(|| format!("resizing the window to {}x{}", window.0, window.1))?;
-            let inner = self
+        self.session
+            .post("/window/rect", json!({"width": width, "height": height}))
+            .await
+            .with_context(|| format!("resizing the window to {width}x{height}"))?;
+        self.cdp(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await
+        .with_context(|| format!("setting the viewport to {width}x{height}"))?;
+        // The page sees the new size once it has laid out again.
+        let mut seen = Value::Null;
+        for _ in 0..100 {
+            seen = self
                 .execute("return [window.innerWidth, window.innerHeight];", vec![])
                 .await?;
-            let (Some(w), Some(h)) = (inner[0].as_u64(), inner[1].as_u64()) else {
-                bail!("the page's inner size is not two numbers: {inner}");
-            };
-            if (w, h) == (u64::from(width), u64::from(height)) {
+            if seen == json!([width, height]) {
                 return Ok(());
             }
-            let grow = |want: u32, got: u64, now: u32| {
-                (u64::from(now) + u64::from(want)).saturating_sub(got) as u32
-            };
-            window = (grow(width, w, window.0), grow(height, h, window.1));
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        bail!("could not make the viewport {width}x{height}")
+        bail!("could not make the viewport {width}x{height}: the page says it is {seen}")
     }
 
     /// Writes a PNG of the viewport to `path` (its parent directories are created).

@@ -48,10 +48,20 @@ async fn sign_in(b: &Browser, base: &str, token: &str) {
     b.goto(&format!("{base}/admin/login")).await.unwrap();
     let field = b.wait_for("textarea#token", WAIT).await.unwrap();
     field.send_keys(token).await.unwrap();
-    b.find("main form button[type=submit]")
+    click(b, "main form button[type=submit]").await;
+}
+
+/// Clicks the element `css` selects.
+async fn click(b: &Browser, css: &str) {
+    b.find(css).await.unwrap().click().await.unwrap();
+}
+
+/// Picks `value` in the `<select>` `css` selects.
+async fn select(b: &Browser, css: &str, value: &str) {
+    b.find(css)
         .await
         .unwrap()
-        .click()
+        .select_value(value)
         .await
         .unwrap();
 }
@@ -277,12 +287,7 @@ async fn a_team_admin_finds_a_memory_reads_its_history_and_diff_deletes_it_and_t
     shoot(&b, "projects").await;
 
     // Find the memory by a word of its body.
-    b.find(&format!("a[href=\"/admin/p/{P}\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, &format!("a[href=\"/admin/p/{P}\"]")).await;
     b.wait_for("table.tree", WAIT).await.unwrap();
     shoot(&b, "project").await;
     let q = b.find("input#q").await.unwrap();
@@ -298,12 +303,7 @@ async fn a_team_admin_finds_a_memory_reads_its_history_and_diff_deletes_it_and_t
     shoot(&b, "project-search").await;
 
     // Its page: content, history with provenance.
-    b.find("table.tree td a")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "table.tree td a").await;
     b.wait_for(".memory-body", WAIT).await.unwrap();
     let page = text(&b).await;
     assert!(page.contains("not test(top_to_bottom)"), "{page}");
@@ -316,30 +316,10 @@ async fn a_team_admin_finds_a_memory_reads_its_history_and_diff_deletes_it_and_t
     shoot(&b, "memory").await;
 
     // A diff between the two versions, both ways of showing it.
-    b.find("select#from")
-        .await
-        .unwrap()
-        .select_value("1")
-        .await
-        .unwrap();
-    b.find("select#to")
-        .await
-        .unwrap()
-        .select_value("2")
-        .await
-        .unwrap();
-    b.find("select#view")
-        .await
-        .unwrap()
-        .select_value("split")
-        .await
-        .unwrap();
-    b.find("form[action$=\"/diff\"] button")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    select(&b, "select#from", "1").await;
+    select(&b, "select#to", "2").await;
+    select(&b, "select#view", "split").await;
+    click(&b, "form[action$=\"/diff\"] button").await;
     b.wait_for("table.diff", WAIT).await.unwrap();
     let added = b.find_all("table.diff td.added").await.unwrap();
     let mut added_text = String::new();
@@ -360,17 +340,12 @@ async fn a_team_admin_finds_a_memory_reads_its_history_and_diff_deletes_it_and_t
             .contains("Run `scripts/test`.")
     );
     shoot(&b, "diff-split").await;
-    b.find("p.actions a").await.unwrap().click().await.unwrap();
+    click(&b, "p.actions a").await;
     b.wait_for("table.diff.unified", WAIT).await.unwrap();
     shoot(&b, "diff").await;
 
     // Delete it, with a reason.
-    b.find("p.actions a[href*=\"/memory?\"]")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "p.actions a[href*=\"/memory?\"]").await;
     b.wait_for("a.button[href*=\"action=delete\"]", WAIT)
         .await
         .unwrap()
@@ -383,12 +358,7 @@ async fn a_team_admin_finds_a_memory_reads_its_history_and_diff_deletes_it_and_t
         .send_keys("superseded by the nextest guide")
         .await
         .unwrap();
-    b.find("main form button.danger")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "main form button.danger").await;
     let flash = b.wait_for(".flash.ok", WAIT).await.unwrap();
     let said = flash.text().await.unwrap();
     assert!(said.contains("Deleted testing.md"), "{said}");
@@ -414,12 +384,7 @@ async fn a_team_admin_finds_a_memory_reads_its_history_and_diff_deletes_it_and_t
     shoot(&b, "audit").await;
 
     // Signing out ends the session: the same cookie opens nothing any more.
-    b.find("form.signout button")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "form.signout button").await;
     b.wait_for("textarea#token", WAIT).await.unwrap();
     assert!(text(&b).await.contains("You have signed out"));
     let http = no_redirects();
@@ -610,12 +575,7 @@ async fn forms_need_the_session_csrf_token_and_the_console_origin() {
         .send_keys("the real thing")
         .await
         .unwrap();
-    b.find("main form button.danger")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "main form button.danger").await;
     b.wait_for(".flash.ok", WAIT).await.unwrap();
     assert!(
         !live_paths(&server, &admin)
@@ -675,12 +635,7 @@ async fn members_get_no_session_and_a_revoked_tokens_session_ends() {
         text(&b).await.contains("404"),
         "another team's project is not found"
     );
-    b.find("form.signout button")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "form.signout button").await;
     b.wait_for("textarea#token", WAIT).await.unwrap();
 
     // Keyboard: the first Tab reaches the skip link, Enter follows it.
@@ -749,7 +704,10 @@ async fn a_reviewer_approves_from_the_queue_and_a_server_admin_issues_a_token() 
     sign_in(&b, &base, &admin).await;
     b.wait_for("header nav", WAIT).await.unwrap();
     b.goto(&format!("{base}/admin/review")).await.unwrap();
-    let item = b.wait_for("main table td a", WAIT).await.unwrap();
+    let item = b
+        .wait_for("main table td a[href^=\"/admin/review/\"]", WAIT)
+        .await
+        .unwrap();
     assert!(text(&b).await.contains("deploy.md"));
     shoot(&b, "review").await;
     item.click().await.unwrap();
@@ -763,12 +721,7 @@ async fn a_reviewer_approves_from_the_queue_and_a_server_admin_issues_a_token() 
     note.send_keys("checked with the release team")
         .await
         .unwrap();
-    b.find("main form button[type=submit]")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "main form button[type=submit]").await;
     let said = b
         .wait_for(".flash.ok", WAIT)
         .await
@@ -795,12 +748,7 @@ async fn a_reviewer_approves_from_the_queue_and_a_server_admin_issues_a_token() 
         text(&b).await.contains("403"),
         "a team admin gets no token page"
     );
-    b.find("form.signout button")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "form.signout button").await;
 
     // A server admin issues a token on the Tokens page; it works against the API.
     let root = forge_token("root", &[], true);
@@ -820,12 +768,7 @@ async fn a_reviewer_approves_from_the_queue_and_a_server_admin_issues_a_token() 
         .await
         .unwrap();
     shoot(&b, "tokens").await;
-    b.find("main form button[type=submit]")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "main form button[type=submit]").await;
     let field = b.wait_for(".token-once textarea", WAIT).await.unwrap();
     let issued = field.property("value").await.unwrap();
     let issued = issued.as_str().expect("the token").trim().to_owned();

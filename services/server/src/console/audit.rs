@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use memsync_core::ProjectId;
+use memsync_core::text::thousands;
 use serde::Deserialize;
 
 use super::render::age;
@@ -172,19 +173,6 @@ pub fn utc_input(s: &str) -> Result<Option<DateTime<Utc>>, String> {
     Err(format!(
         "“{s}” is not a date and time; give one like 2026-11-30T14:05 (UTC)."
     ))
-}
-
-/// A count with thousands separated: `10,000`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// An RFC 3339 time as the console shows it: `2026-11-30 14:05:09 UTC`.

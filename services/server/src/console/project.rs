@@ -54,6 +54,25 @@ pub struct Row {
     pub marks: Vec<Mark>,
 }
 
+impl Row {
+    /// A heading of an index, or of the memories no index lists.
+    fn heading(depth: usize, title: String) -> Row {
+        Row {
+            depth,
+            kind: "heading",
+            title,
+            path: String::new(),
+            url: String::new(),
+            memory_type: String::new(),
+            description: String::new(),
+            author: String::new(),
+            updated_at: String::new(),
+            updated_age: String::new(),
+            marks: Vec::new(),
+        }
+    }
+}
+
 #[derive(Template)]
 #[template(path = "console/project.html")]
 struct ProjectPage {
@@ -193,19 +212,9 @@ impl Tree<'_> {
         let dir = dir_of(path).to_owned();
         for item in &index.items {
             match item {
-                IndexItem::Heading { text, .. } => self.rows.push(Row {
-                    depth: depth + 1,
-                    kind: "heading",
-                    title: text.clone(),
-                    path: String::new(),
-                    url: String::new(),
-                    memory_type: String::new(),
-                    description: String::new(),
-                    author: String::new(),
-                    updated_at: String::new(),
-                    updated_age: String::new(),
-                    marks: Vec::new(),
-                }),
+                IndexItem::Heading { text, .. } => {
+                    self.rows.push(Row::heading(depth + 1, text.clone()))
+                }
                 IndexItem::Entry(e) => {
                     let target = join(&dir, &e.target);
                     if target.ends_with(INDEX) {
@@ -268,19 +277,8 @@ pub async fn page(
             .filter(|m| !tree.seen.contains(&m.path) && !m.path.ends_with(INDEX))
             .collect();
         if !rest.is_empty() {
-            tree.rows.push(Row {
-                depth: 0,
-                kind: "heading",
-                title: "Not listed in any MEMORY.md".into(),
-                path: String::new(),
-                url: String::new(),
-                memory_type: String::new(),
-                description: String::new(),
-                author: String::new(),
-                updated_at: String::new(),
-                updated_age: String::new(),
-                marks: Vec::new(),
-            });
+            tree.rows
+                .push(Row::heading(0, "Not listed in any MEMORY.md".into()));
             for m in rest {
                 let row = ctx.memory_row(1, m, false);
                 tree.rows.push(row);
