@@ -29,8 +29,10 @@ use serde_json::{Value, json};
 
 /// Test cases per operation and phase; with the coverage phase about 2,500 requests in all.
 const MAX_EXAMPLES: u32 = 100;
-/// The whole run may take this long (nextest stops a test at 300 s).
-const RUN_LIMIT: Duration = Duration::from_secs(240);
+/// A guard against a hung run, not a speed target: alone the run takes about 150 s on 2 cores, but
+/// in the full suite it shares them with the README test's cold release build and the browser
+/// tests (nextest stops this test at 720 s, `.config/nextest.toml`).
+const RUN_LIMIT: Duration = Duration::from_secs(600);
 const SEED: &str = "20261201";
 
 fn schemathesis() -> PathBuf {
