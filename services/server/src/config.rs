@@ -337,7 +337,7 @@ impl Config {
                 header_read_timeout: g.header_read_timeout.max(Duration::from_millis(100)),
                 max_connections: g.max_connections.max(1),
             },
-            db_pool_size: g.db_pool_size.max(2),
+            db_pool_size: g.db_pool_size.max(3),
             db_restart_attempts: g.db_restart_attempts.max(1),
             export: ExportConfig {
                 dir: std::path::absolute(&export_dir).unwrap_or(export_dir),

@@ -105,6 +105,8 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     let revocations = Revocations::default();
     revocations.reload(&db.pool).await?;
     revocations.spawn_watcher(db.pool.clone());
+    let bus = memsync_server::bus::RevisionBus::default();
+    bus.spawn(db.pool.clone());
     spawn_housekeeping(db.pool.clone());
     let state = AppState {
         pool: db.pool.clone(),
@@ -114,6 +116,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         metrics: Arc::default(),
         max_body_bytes: cfg.max_body_bytes,
         db_health,
+        bus,
         console,
     };
     let app = http::router(state, cfg.request_timeout);

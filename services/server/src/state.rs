@@ -20,6 +20,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// The database's state as the supervisor sees it, for `/readyz` and `/healthz`.
     pub db_health: DbHealth,
+    /// Every project's current revision, kept current by LISTEN/NOTIFY (`crate::bus`).
+    pub bus: crate::bus::RevisionBus,
     /// The admin console's session settings and origin.
     pub console: Arc<crate::console::Settings>,
 }

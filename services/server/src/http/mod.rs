@@ -370,7 +370,15 @@ async fn pull(
     let inm = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok());
-    match sync::pull(&state.pool, &project, since, inm).await? {
+    let known = state
+        .bus
+        .known(&project)
+        .and_then(|known| sync::pull_up_to_date(&project, known, since, inm));
+    let answer = match known {
+        Some(answer) => answer,
+        None => sync::pull(&state.pool, &project, since, inm).await?,
+    };
+    match answer {
         Pull::NotModified { revision } => Ok((
             StatusCode::NOT_MODIFIED,
             [(header::ETAG, etag_header(revision))],
@@ -410,7 +418,10 @@ async fn push(
         ..PushMeta::new(&project, &principal, "push")
     };
     match sync::push(&state.pool, state.limits, meta, body.value).await? {
-        PushOutcome::Applied(resp) => Ok(Json(resp).into_response()),
+        PushOutcome::Applied(resp) => {
+            state.bus.wrote(&project, resp.revision);
+            Ok(Json(resp).into_response())
+        }
         PushOutcome::Proposed(resp) => Ok((StatusCode::ACCEPTED, Json(resp)).into_response()),
         PushOutcome::Replayed(status, stored) => Ok(replayed_response(status, stored)),
     }

@@ -618,3 +618,10 @@ pub async fn listing<'e>(
     .fetch_all(db)
     .await
 }
+
+/// Every project's current revision, by `team/name` (what the revision bus loads).
+pub async fn all_revisions<'e>(db: impl PgExecutor<'e>) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as("SELECT project, revision FROM projects")
+        .fetch_all(db)
+        .await
+}

@@ -46,12 +46,7 @@ pub async fn pull(
     let revision = memories::revision(pool, project)
         .await?
         .ok_or_else(|| not_found(project))?;
-    if let Some(inm) = if_none_match
-        && inm.split(',').any(|t| {
-            let t = t.trim();
-            t == "*" || t.trim_start_matches("W/") == etag(revision)
-        })
-    {
+    if if_none_match.is_some_and(|inm| etag_matches(inm, revision)) {
         return Ok(Pull::NotModified { revision });
     }
     if since < 0 {
@@ -75,6 +70,37 @@ pub async fn pull(
         since,
         changes,
     }))
+}
+
+/// Whether an `If-None-Match` value names the ETag of `revision` (or is `*`).
+fn etag_matches(inm: &str, revision: i64) -> bool {
+    inm.split(',').any(|t| {
+        let t = t.trim();
+        t == "*" || t.trim_start_matches("W/") == etag(revision)
+    })
+}
+
+/// The answer to a pull that the revision bus can give alone, knowing the project is at
+/// `known`: "not modified" when `If-None-Match` names that revision, and "no changes" when the
+/// client asks from it. Anything else (changes to send, a `since` the bus has not heard of) is
+/// None: the database answers.
+pub fn pull_up_to_date(
+    project: &ProjectId,
+    known: i64,
+    since: i64,
+    if_none_match: Option<&str>,
+) -> Option<Pull> {
+    if if_none_match.is_some_and(|inm| etag_matches(inm, known)) {
+        return Some(Pull::NotModified { revision: known });
+    }
+    (since == known).then(|| {
+        Pull::Changes(PullResponse {
+            project: project.to_string(),
+            revision: known,
+            since,
+            changes: Vec::new(),
+        })
+    })
 }
 
 pub fn not_found(project: &ProjectId) -> ApiError {
