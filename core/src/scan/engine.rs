@@ -349,7 +349,9 @@ fn accept(spec: &ProviderSpec, token: &str, text: &str, at: usize) -> bool {
     if matches!(spec.bounds, Bounds::Raw) && is_reference(token) {
         return false;
     }
-    if is_token_placeholder(token) || entropy(token) < spec.min_entropy {
+    // A valid checksum is what a real token carries and a hand-made stand-in almost never does,
+    // so it outweighs a placeholder word that a random token can contain by chance (`…yOuR…`).
+    if (!spec.checksum && is_token_placeholder(token)) || entropy(token) < spec.min_entropy {
         return false;
     }
     if spec.checksum && !github_checksum_ok(token) {

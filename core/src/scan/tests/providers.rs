@@ -746,3 +746,23 @@ fn legacy_and_contextual_formats() {
         &t,
     );
 }
+
+#[test]
+fn a_checksummed_token_that_happens_to_spell_a_placeholder_word_is_found() {
+    // Random token bodies contain `your`, `fake` or `dummy` in any letter case now and then (a
+    // property test found `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`); the checksum says it is real.
+    for body in [
+        "n0hcP3UFyOuR1vw2xMvt7EbxAuYRWD",
+        "Qz8FaKe2mN4pL7rT1vW9xY3bC6dE0g",
+        "a1DuMmY9kL2mN3pQ4rS5tU6vW7xY8z",
+    ] {
+        let token = format!("ghp_{body}{}", engine::base62_checksum(body));
+        assert!(engine::github_checksum_ok(&token), "{token}");
+        assert_flags(&format!("export GH={token}"), "github-pat-classic", &token);
+    }
+    // A stand-in without a valid checksum is still no finding.
+    assert_not(
+        "ghp_yourTokenGoesHereXXXXXXXXXXXXXXXXX1",
+        "github-pat-classic",
+    );
+}
