@@ -9,11 +9,13 @@
 //! database, so a replica never answers from a view it cannot keep current.
 //!
 //! What the bus may answer is only "you are up to date": a pull whose `since` (or
-//! `If-None-Match`) is the known revision. A push through this replica updates the bus before it
-//! answers, so its author's next pull here is never told the write does not exist; on another
-//! replica the author asks with the new revision, which that bus either knows or has not heard of
-//! yet (then the database answers). Only a client that has not written may, for the few
-//! milliseconds an announcement takes to arrive, be told it is up to date when it is not.
+//! `If-None-Match`) is the known revision. Every successful write through this replica (a push,
+//! an admin action, a review decision) drops what the bus knew of its project before the answer
+//! leaves (`http::bus_writes`), and the next pull there reads the database and tells the bus what
+//! it found: so after a write, nobody pulling from that replica is told it is up to date with an
+//! older revision. On another replica the author asks with the new revision, which that bus
+//! either knows or has not heard of yet (then the database answers); only a client that has not
+//! written may there, for the milliseconds an announcement takes, be told it is up to date.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,9 +66,23 @@ impl RevisionBus {
         true
     }
 
-    /// A write this replica has just committed: known at once, before its announcement comes
-    /// back, so that the writer's next pull here sees it whatever revision it asks from.
-    pub fn wrote(&self, project: &ProjectId, revision: i64) {
+    /// A write through this replica changed `project` (None: some project, e.g. an approval
+    /// named by its id): what the bus knew of it is dropped, so the next pull here reads the
+    /// database (and tells the bus what it read) instead of trusting an announcement that may not
+    /// have arrived yet.
+    pub fn wrote(&self, project: Option<&str>) {
+        if let Ok(mut m) = self.0.revisions.write() {
+            match project {
+                Some(p) => {
+                    m.remove(p);
+                }
+                None => m.clear(),
+            }
+        }
+    }
+
+    /// What a pull just read from the database: the project was at `revision` (or later).
+    pub fn read(&self, project: &ProjectId, revision: i64) {
         self.advance(project.as_str(), revision);
     }
 

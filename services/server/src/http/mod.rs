@@ -174,6 +174,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::map_response(json_errors))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), bus_writes))
         .layer(axum::middleware::from_fn(serve::head_limits))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(
@@ -191,6 +192,38 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
         .layer(axum::middleware::map_request(drop_bad_request_id))
         .with_state(state)
+}
+
+/// After a successful write through this replica, the revision bus forgets what it knew of the
+/// project written (named by the URL: `/v1/projects/{t}/{n}/…`, `/v1/admin/projects/{t}/{n}/…`,
+/// the console's `/admin/p/{t}/{n}/…`), or of every project when the URL names none (an approval
+/// by proposal id), so that no pull here is answered from before the write.
+async fn bus_writes(
+    State(state): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let writes = !matches!(
+        *req.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+    );
+    let path = req.uri().path().to_owned();
+    let resp = next.run(req).await;
+    if writes && (resp.status().is_success() || resp.status().is_redirection()) {
+        state.bus.wrote(written_project(&path).as_deref());
+    }
+    resp
+}
+
+/// The `team/name` a write's URL names, if it names one.
+fn written_project(path: &str) -> Option<String> {
+    let rest = ["/v1/projects/", "/v1/admin/projects/", "/admin/p/"]
+        .iter()
+        .find_map(|p| path.strip_prefix(p))?;
+    let mut parts = rest.split('/');
+    let (team, name) = (parts.next()?, parts.next()?);
+    let project = ProjectId::new(team, name).ok()?;
+    Some(project.as_str().to_owned())
 }
 
 /// A client's `x-request-id` is kept (it ends up in logs and the audit log) only when it is a
@@ -376,7 +409,15 @@ async fn pull(
         .and_then(|known| sync::pull_up_to_date(&project, known, since, inm));
     let answer = match known {
         Some(answer) => answer,
-        None => sync::pull(&state.pool, &project, since, inm).await?,
+        None => {
+            let answer = sync::pull(&state.pool, &project, since, inm).await?;
+            let revision = match &answer {
+                Pull::NotModified { revision } => *revision,
+                Pull::Changes(body) => body.revision,
+            };
+            state.bus.read(&project, revision);
+            answer
+        }
     };
     match answer {
         Pull::NotModified { revision } => Ok((
@@ -418,10 +459,7 @@ async fn push(
         ..PushMeta::new(&project, &principal, "push")
     };
     match sync::push(&state.pool, state.limits, meta, body.value).await? {
-        PushOutcome::Applied(resp) => {
-            state.bus.wrote(&project, resp.revision);
-            Ok(Json(resp).into_response())
-        }
+        PushOutcome::Applied(resp) => Ok(Json(resp).into_response()),
         PushOutcome::Proposed(resp) => Ok((StatusCode::ACCEPTED, Json(resp)).into_response()),
         PushOutcome::Replayed(status, stored) => Ok(replayed_response(status, stored)),
     }
@@ -536,6 +574,20 @@ async fn git_upload_pack(
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
+
+    #[test]
+    fn writes_name_their_project_by_url() {
+        use super::written_project as w;
+        assert_eq!(w("/v1/projects/acme/api/push").as_deref(), Some("acme/api"));
+        assert_eq!(
+            w("/v1/admin/projects/acme/api/rollback").as_deref(),
+            Some("acme/api")
+        );
+        assert_eq!(w("/admin/p/acme/api/act").as_deref(), Some("acme/api"));
+        assert_eq!(w("/v1/proposals/7/approve"), None);
+        assert_eq!(w("/v1/projects/acme"), None);
+        assert_eq!(w("/v1/projects/Not A Team/api/push"), None);
+    }
 
     /// `openapi.yaml` and the router describe the same routes, no more, no fewer.
     #[test]
