@@ -380,10 +380,17 @@ async fn the_keyboard_moves_the_focus_and_selects() {
     browser.goto(&format!("{site}/keys")).await.unwrap();
     browser.press(TAB).await.unwrap();
     browser.press(ENTER).await.unwrap();
-    assert_eq!(
-        browser.current_url().await.unwrap(),
-        format!("{site}/keys#one")
-    );
+    // Following the link happens after the key press returns: wait for it (at most 5 s).
+    let want = format!("{site}/keys#one");
+    let mut url = String::new();
+    for _ in 0..100 {
+        url = browser.current_url().await.unwrap();
+        if url == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(url, want);
     browser.quit().await.unwrap();
 }
 
