@@ -1114,3 +1114,47 @@ async fn proxy_one(
     sock.shutdown().await?;
     Ok(())
 }
+
+/// `fields` as an `application/x-www-form-urlencoded` body, encoded as a browser encodes a form.
+pub fn form_body<V: AsRef<str>>(fields: &[(&str, V)]) -> String {
+    let enc = |s: &str| {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                    (b as char).to_string()
+                }
+                b' ' => "+".to_owned(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k), enc(v.as_ref())))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// A plain HTTP client (no proxy) that shows redirects instead of following them.
+pub fn no_redirects() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("client")
+}
+
+/// Every live (not deleted) path of `project`, from a full pull.
+pub async fn live_paths(c: &Client, project: &str) -> Vec<String> {
+    let r = c.pull(project, 0).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["deleted"] == false)
+        .map(|c| c["path"].as_str().unwrap().to_owned())
+        .collect()
+}

@@ -125,35 +125,6 @@ async fn shoot(b: &Browser, name: &str) {
     );
 }
 
-/// A plain HTTP client that shows redirects instead of following them.
-fn no_redirects() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-/// `fields` as an `application/x-www-form-urlencoded` body.
-fn form_body(fields: &[(&str, String)]) -> String {
-    let enc = |s: &str| -> String {
-        s.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                    (b as char).to_string()
-                }
-                _ => format!("%{b:02X}"),
-            })
-            .collect()
-    };
-    fields
-        .iter()
-        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
 /// The `memsync_console` session cookie the browser holds.
 async fn session_cookie(b: &Browser) -> memsync_e2e::webdriver::Cookie {
     b.cookies()
@@ -162,19 +133,6 @@ async fn session_cookie(b: &Browser) -> memsync_e2e::webdriver::Cookie {
         .into_iter()
         .find(|c| c.name == "memsync_console")
         .expect("a memsync_console cookie")
-}
-
-/// The live paths of the project, through the API.
-async fn live_paths(server: &Server, token: &str) -> Vec<String> {
-    let r = server.client(token).pull(P, 0).await;
-    assert_eq!(r.status, 200, "{:?}", r.body);
-    r.body["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["deleted"] == false)
-        .map(|c| c["path"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 fn jti_of(token: &str) -> String {
@@ -529,7 +487,7 @@ async fn forms_need_the_session_csrf_token_and_the_console_origin() {
     assert_eq!(r.status(), 403);
     assert!(r.text().await.unwrap().contains("another origin"));
     assert!(
-        live_paths(&server, &admin)
+        live_paths(&server.client(&admin), P)
             .await
             .contains(&"deploy.md".to_owned())
     );
@@ -557,7 +515,7 @@ async fn forms_need_the_session_csrf_token_and_the_console_origin() {
         }
         assert!(refused.contains("Forbidden"), "{refused}");
         assert!(
-            live_paths(&server, &admin)
+            live_paths(&server.client(&admin), P)
                 .await
                 .contains(&"deploy.md".to_owned())
         );
@@ -578,7 +536,7 @@ async fn forms_need_the_session_csrf_token_and_the_console_origin() {
     click(&b, "main form button.danger").await;
     b.wait_for(".flash.ok", WAIT).await.unwrap();
     assert!(
-        !live_paths(&server, &admin)
+        !live_paths(&server.client(&admin), P)
             .await
             .contains(&"deploy.md".to_owned())
     );

@@ -63,36 +63,6 @@ fn set_cookie(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String
         .map(|(_, v)| v.to_owned())
 }
 
-/// An `application/x-www-form-urlencoded` body, as a browser encodes a form.
-fn form_body(fields: &[(&str, &str)]) -> String {
-    let enc = |s: &str| {
-        s.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
-                    (b as char).to_string()
-                }
-                b' ' => "+".to_owned(),
-                _ => format!("%{b:02X}"),
-            })
-            .collect::<String>()
-    };
-    fields
-        .iter()
-        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-fn http() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(std::time::Duration::from_secs(60))
-        .build()
-        .expect("client")
-}
-
 async fn page(resp: reqwest::Response) -> Page {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
@@ -158,7 +128,7 @@ impl Browser {
 
 /// Signs in with `token` through the sign-in form: the browser, or the page that refused it.
 async fn sign_in(server: &Server, token: &str) -> Result<Browser, Page> {
-    let http = http();
+    let http = no_redirects();
     let login = page(
         http.get(format!("{}/admin/login", server.url))
             .send()
