@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, anyhow, bail, ensure};
 use base64::Engine;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -577,13 +577,35 @@ impl Element {
             .await
     }
 
-    /// Selects the `<option>` of this `<select>` whose value is `value`, by clicking it.
+    /// Selects the `<option>` of this `<select>` whose value is `value`, as choosing it from the
+    /// list would: the option becomes selected and the `<select>` fires `input` and `change`.
+    ///
+    /// Not by clicking the option: headless Chromium then opens the list's popup, which takes
+    /// the keyboard focus from the page until it closes, and keys pressed after the next
+    /// navigation could go to it.
     pub async fn select_value(&self, value: &str) -> anyhow::Result<()> {
         let mut values = Vec::new();
         for option in self.find_all("option").await? {
             let v = option.property("value").await?;
             if v == value {
-                return option.click().await;
+                const CHOOSE: &str = "const [select, option] = arguments; \
+                    if (select.disabled || option.disabled) { return false; } \
+                    option.selected = true; \
+                    select.dispatchEvent(new Event('input', {bubbles: true})); \
+                    select.dispatchEvent(new Event('change', {bubbles: true})); \
+                    return true;";
+                let chosen = self
+                    .session
+                    .post(
+                        "/execute/sync",
+                        json!({"script": CHOOSE, "args": [Value::from(self), Value::from(&option)]}),
+                    )
+                    .await?;
+                ensure!(
+                    chosen == Value::Bool(true),
+                    "the <select> or its option `{value}` is disabled"
+                );
+                return Ok(());
             }
             values.push(v.as_str().unwrap_or_default().to_owned());
         }
