@@ -11,10 +11,50 @@ use crate::text::Text;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PullResponse {
     pub project: String,
-    /// The project's revision this answer reflects; the client's next `since`.
+    /// The revision this answer is complete up to: the client's next `since`. Equal to `head`
+    /// unless `more` is true (a page).
     pub revision: i64,
     pub since: i64,
     pub changes: Vec<FileState>,
+    /// More changes follow: pull again with `since = revision`. A page holds whole revisions
+    /// (every path whose latest revision is at most `revision`), so applying it and recording
+    /// `revision` is always consistent.
+    #[serde(default)]
+    pub more: bool,
+    /// The project's revision when the answer was made (servers before paging: absent, read as
+    /// `revision`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<i64>,
+}
+
+/// The JSON of an `event: revision` on `GET /v1/projects/{team}/{name}/events` (its SSE `id` is
+/// the revision too).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RevisionEvent {
+    pub project: String,
+    pub revision: i64,
+}
+
+/// The JSON of an `event: review` (sent to the team's reviewers only): a proposal of the project
+/// was made or decided. `missed: true` (and no proposal) when the stream fell behind and some
+/// review events were dropped: list the queue again.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReviewEvent {
+    pub project: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub missed: bool,
+}
+
+/// The JSON of an `event: end`: the server closes the stream (`reason`: `revoked`, `expired`,
+/// `shutdown`, `archived`); reconnecting is pointless for the first two.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct EndEvent {
+    pub reason: String,
+    pub message: String,
 }
 
 /// The state of one path at a revision: its content, or a tombstone.

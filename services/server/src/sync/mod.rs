@@ -69,6 +69,8 @@ pub async fn pull(
         revision,
         since,
         changes,
+        more: false,
+        head: Some(revision),
     }))
 }
 
@@ -99,6 +101,8 @@ pub fn pull_up_to_date(
             revision: known,
             since,
             changes: Vec::new(),
+            more: false,
+            head: Some(known),
         })
     })
 }
