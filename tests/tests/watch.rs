@@ -101,7 +101,7 @@ impl Watch {
         let mut err = String::new();
         use std::io::Read;
         let _ = self.child.stderr.take().unwrap().read_to_string(&mut err);
-        let mut rest = self.seen;
+        let mut rest = std::mem::take(&mut self.seen);
         rest.extend(self.lines.try_iter());
         (status.code().unwrap_or(-1), err, rest)
     }
