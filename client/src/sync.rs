@@ -604,6 +604,9 @@ impl Engine<'_> {
             revision: state.revision,
             ..Report::default()
         };
+        // What was loaded: a state that ends up the same is not written again (a push with
+        // nothing to send costs no disk write, and one about to send no flush before it does).
+        let loaded = state.clone();
         self.team.clean_temp();
         let scan = self.team.scan()?;
         for (path, reason) in &scan.skipped {
@@ -730,7 +733,9 @@ impl Engine<'_> {
             self.save_and_report_open(state, &mut report)?;
             return Ok(report);
         }
-        self.save_and_report_open(state, &mut report)?;
+        // Refusals found above are kept before the request goes, should it never come back.
+        self.save_if_changed(state, &loaded)?;
+        self.open_conflicts(state, &mut report);
         let provenance = crate::provenance::for_push(self.repo, self.session_id.as_deref());
         let mut attempt = 0;
         while !changes.is_empty() {
@@ -834,9 +839,18 @@ impl Engine<'_> {
                 }
             }
         }
-        self.team.flush()?;
-        self.store.save(state)?;
+        self.save_if_changed(state, &loaded)?;
         Ok(report)
+    }
+
+    /// Flushes the team dir, and saves the state unless it is still `loaded` with no base copy
+    /// changed.
+    fn save_if_changed(&self, state: &State, loaded: &State) -> Result<(), SyncError> {
+        self.team.flush()?;
+        if state != loaded || self.store.has_unsaved_bases() {
+            self.store.save(state)?;
+        }
+        Ok(())
     }
 
     /// Scans every file of the batch; true (and the findings reported, the files marked refused

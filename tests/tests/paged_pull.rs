@@ -4,7 +4,7 @@
 //! a delay on every answer, so a pull can be killed between two pages.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -435,4 +435,202 @@ async fn a_push_of_one_file_is_one_request() {
     let w = settled(&wire).await;
     assert_eq!(w.requests, ["POST /v1/projects/acme/api/push"]);
     assert_eq!(w.opened, 1, "one connection");
+}
+
+/// A fake server for the client's side of paging alone: five revisions of three files each
+/// (every file written once), answered as docs/protocol.md pages them (whole revisions, at most
+/// `limit` files unless one revision is larger), or, `old`, all at once without `more`/`head`
+/// (a server from before paging). Once it has answered `answers` pulls, it answers every request
+/// with a 503 (it went away).
+struct FakePager {
+    url: String,
+    /// `since=…&limit=…` of each pull answered, in order.
+    seen: Arc<Mutex<Vec<(i64, Option<usize>)>>>,
+    answers: Arc<AtomicUsize>,
+}
+
+const FAKE_REVISIONS: i64 = 5;
+const FAKE_FILES_PER_REVISION: usize = 3;
+
+fn fake_file(rev: i64, i: usize) -> (String, String) {
+    (
+        format!("r{rev}/f{i}.md"),
+        memory(&format!("r{rev}-f{i}"), "fake", "project", &format!("revision {rev}, file {i}\n")),
+    )
+}
+
+fn fake_page(since: i64, limit: Option<usize>, old: bool) -> Value {
+    let mut changes = Vec::new();
+    let mut revision = since;
+    for rev in since + 1..=FAKE_REVISIONS {
+        if let Some(limit) = limit.filter(|_| !old)
+            && !changes.is_empty()
+            && changes.len() + FAKE_FILES_PER_REVISION > limit
+        {
+            break;
+        }
+        for i in 0..FAKE_FILES_PER_REVISION {
+            let (path, content) = fake_file(rev, i);
+            changes.push(serde_json::json!({
+                "path": path, "revision": rev, "deleted": false,
+                "sha256": memsync_core::Sha256::of(content.as_bytes()).to_hex(),
+                "content": content, "author": "fake", "updated_at": "2026-12-01T00:00:00Z",
+            }));
+        }
+        revision = rev;
+    }
+    if old {
+        serde_json::json!({ "project": PROJECT, "revision": revision, "since": since, "changes": changes })
+    } else {
+        serde_json::json!({
+            "project": PROJECT, "revision": revision, "since": since, "changes": changes,
+            "more": revision < FAKE_REVISIONS, "head": FAKE_REVISIONS,
+        })
+    }
+}
+
+async fn fake_pager(old: bool) -> FakePager {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let answers = Arc::new(AtomicUsize::new(usize::MAX));
+    let (s, a) = (seen.clone(), answers.clone());
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let (seen, answers) = (s.clone(), a.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let target = head.split(' ').nth(1).unwrap_or("/").to_owned();
+                let gone = seen.lock().unwrap().len() >= answers.load(Ordering::SeqCst);
+                let (status, body) = if gone {
+                    ("503 Service Unavailable", serde_json::json!({"error": {"code": "unavailable", "message": "down for the test", "details": {}}}))
+                } else if let Some(q) = target
+                    .strip_prefix("/v1/projects/acme/api/changes?")
+                {
+                    let param = |k: &str| {
+                        q.split('&')
+                            .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+                            .map(str::to_owned)
+                    };
+                    let since = param("since").and_then(|v| v.parse().ok()).unwrap_or(0);
+                    let limit = param("limit").and_then(|v| v.parse().ok());
+                    seen.lock().unwrap().push((since, limit));
+                    ("200 OK", fake_page(since, limit, old))
+                } else {
+                    ("404 Not Found", serde_json::json!({"error": {"code": "not_found", "message": "no such route", "details": {}}}))
+                };
+                let body = body.to_string();
+                let resp = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    FakePager { url, seen, answers }
+}
+
+/// A home, a repository dir and a team dir for pulls from a fake server.
+struct Scratch {
+    home: tempfile::TempDir,
+    repo: PathBuf,
+    team: PathBuf,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        let home = tempfile::tempdir().unwrap();
+        let repo = home.path().join("repo");
+        let team = home.path().join("team");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::create_dir_all(&team).unwrap();
+        Scratch { home, repo, team }
+    }
+
+    fn pull(&self, url: &str, page: &str) -> Run {
+        let team = self.team.to_string_lossy().into_owned();
+        let out = std::process::Command::new(bin_path("memsync"))
+            .args(["pull", "--json", "--team-dir", &team, "--timeout", "2s"])
+            .current_dir(&self.repo)
+            .env("HOME", self.home.path())
+            .env("MEMSYNC_SERVER", url)
+            .env("MEMSYNC_TOKEN", "test-token")
+            .env("MEMSYNC_PROJECT", PROJECT)
+            .env("MEMSYNC_PULL_PAGE", page)
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .output()
+            .unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn revision(&self) -> i64 {
+        let root = self.home.path().join(".local/state/memsync");
+        let dir = std::fs::read_dir(root).unwrap().flatten().next().unwrap().path();
+        let text = std::fs::read_to_string(dir.join("state.json")).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()["revision"]
+            .as_i64()
+            .unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_follows_pages_to_the_end_and_resumes_from_the_last_one_recorded() {
+    let total = FAKE_REVISIONS as usize * FAKE_FILES_PER_REVISION;
+    // Four files per page: one revision (three files) per page, five pages, each from the last.
+    let server = fake_pager(false).await;
+    let s = Scratch::new();
+    let r = s.pull(&server.url, "4");
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["pull"]["pages"], 5, "{}", r.stdout);
+    assert_eq!(r.json()["pull"]["updated"].as_array().unwrap().len(), total);
+    assert_eq!(r.json()["pull"]["revision"], FAKE_REVISIONS);
+    assert_eq!(
+        *server.seen.lock().unwrap(),
+        (0..FAKE_REVISIONS).map(|s| (s, Some(4))).collect::<Vec<_>>()
+    );
+    assert_eq!(tree(&s.team).len(), total);
+
+    // A server from before paging: no `more`, everything in one answer, one page.
+    let old = fake_pager(true).await;
+    let s = Scratch::new();
+    let r = s.pull(&old.url, "4");
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["pull"]["pages"], 1, "{}", r.stdout);
+    assert_eq!(tree(&s.team).len(), total);
+    assert_eq!(s.revision(), FAKE_REVISIONS);
+
+    // The server goes away after two pages: the pull fails, the two pages stay recorded, and
+    // the next pull asks from there.
+    let server = fake_pager(false).await;
+    let s = Scratch::new();
+    server.answers.store(2, Ordering::SeqCst);
+    let r = s.pull(&server.url, "4");
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("503"), "{}", r.stderr);
+    let at = s.revision();
+    assert_eq!(at, 2, "the two pages answered are recorded");
+    assert_eq!(tree(&s.team).len(), 2 * FAKE_FILES_PER_REVISION);
+    server.answers.store(usize::MAX, Ordering::SeqCst);
+    let before = server.seen.lock().unwrap().len();
+    let r = s.pull(&server.url, "4");
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(server.seen.lock().unwrap()[before].0, at, "resumed from the page recorded");
+    assert_eq!(tree(&s.team).len(), total);
+    assert_eq!(s.revision(), FAKE_REVISIONS);
 }
