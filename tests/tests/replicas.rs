@@ -1,8 +1,9 @@
 //! Stateless replicas: one PostgreSQL and three `memsync-server` processes on it, each with its
 //! own data and export directory (they share no disk), clients pointed at different replicas. The
 //! one shared place the git export lands is the mirror (bare repositories in a temporary
-//! directory standing in for the team's git host). Shown here: a revocation through one replica
-//! is refused on the others within a second; every revision reaches the mirror exactly once, in
+//! directory standing in for the team's git host). Shown here: a push through one replica wakes
+//! a long-poll and an event stream on the others (the delays printed); a revocation through one
+//! replica is refused on the others within a second, and ends their open event streams; every revision reaches the mirror exactly once, in
 //! order and authored as the revision says; and killing the replica that runs the exporter moves
 //! the export to another one with nothing lost, even when the replica that takes over holds a
 //! stale copy written before a purge. Real PostgreSQL, the real server binary, real git.
@@ -230,18 +231,171 @@ async fn assert_history(db: &TestDb, mirror: &Path, n: i64, by: &BTreeMap<i64, S
     }
 }
 
+/// One server-sent event: its name (`message` when unnamed), id and data.
+#[derive(Debug)]
+struct Sse {
+    event: String,
+    id: Option<String>,
+    data: String,
+}
+
+/// Opens `GET …/events` of the project on `server` (with `Last-Event-ID` when given) and reads it
+/// in a task: each event, with the time it arrived, comes out of the channel; comments
+/// (heartbeats) and `retry:` lines are skipped.
+async fn events(
+    server: &Server,
+    token: &str,
+    last_event_id: Option<i64>,
+) -> tokio::sync::mpsc::UnboundedReceiver<(Sse, Instant)> {
+    let c = server.client(token);
+    let mut req = c.get(&format!("/v1/projects/{P}/events"));
+    if let Some(id) = last_event_id {
+        req = req.header("last-event-id", id.to_string());
+    }
+    let mut resp = req.send().await.expect("GET events");
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.headers()[reqwest::header::CONTENT_TYPE]
+            .to_str()
+            .expect("ascii")
+            .starts_with("text/event-stream")
+    );
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut buf = String::new();
+        while let Ok(Some(bytes)) = resp.chunk().await {
+            let at = Instant::now();
+            buf.push_str(&String::from_utf8_lossy(&bytes));
+            while let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                let mut e = Sse {
+                    event: "message".into(),
+                    id: None,
+                    data: String::new(),
+                };
+                let mut any = false;
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        e.event = v.trim().to_owned();
+                        any = true;
+                    } else if let Some(v) = line.strip_prefix("id:") {
+                        e.id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        e.data.push_str(v.trim());
+                        any = true;
+                    }
+                }
+                if any && tx.send((e, at)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Prints p50, p99 and the maximum of `delays` under `what`; returns the maximum.
+fn report(what: &str, delays: &mut [Duration]) -> Duration {
+    delays.sort();
+    let n = delays.len();
+    let at = |q: f64| delays[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "{what}: n={n} p50={:.1} ms p99={:.1} ms max={:.1} ms",
+        ms(at(0.50)),
+        ms(at(0.99)),
+        ms(delays[n - 1])
+    );
+    delays[n - 1]
+}
+
+#[tokio::test]
+async fn a_push_through_one_replica_wakes_a_long_poll_and_an_event_stream_on_the_others() {
+    let db = TestDb::new().await;
+    let replicas = start_replicas(&db, 3, &[]);
+    let (a, b, c) = (&replicas[0], &replicas[1], &replicas[2]);
+    let alice = a.client(&a.token("alice", &["acme"]));
+    let bob_t = b.token("bob", &["acme"]);
+    let carol_t = c.token("carol", &["acme"]);
+    let mut revision = push_one(&alice, "live-0.md", "0\n").await;
+    let mut stream = events(c, &carol_t, Some(revision)).await;
+    let mut pushed_at = BTreeMap::new();
+    let mut wakes = Vec::new();
+    for i in 1..=50 {
+        let since = revision;
+        let waiter = {
+            let bob = b.client(&bob_t);
+            tokio::spawn(async move {
+                let r = bob
+                    .send(bob.get(&format!("/v1/projects/{P}/changes?since={since}&wait=30")))
+                    .await;
+                (r, Instant::now())
+            })
+        };
+        // Time for the long-poll to reach B; had it not, it would be answered at once (and be
+        // measured all the same).
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let path = format!("live-{i}.md");
+        revision = push_one(&alice, &path, &format!("{i}\n")).await;
+        let answered = Instant::now();
+        pushed_at.insert(revision, answered);
+        let (r, woke) = waiter.await.expect("long-poll");
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_eq!(r.body["revision"], revision, "{}", r.text);
+        assert!(r.text.contains(&path), "{}", r.text);
+        wakes.push(woke.saturating_duration_since(answered));
+    }
+    let worst = report(
+        "long-poll on B answered after a push answered through A (0 when it came first)",
+        &mut wakes,
+    );
+    assert!(worst < Duration::from_secs(2), "a wake took {worst:?}");
+
+    // The stream on C had a `revision` event for the newest revision (a reader that falls behind
+    // gets only the newest, so not necessarily every one), in order.
+    let mut seen = Vec::new();
+    let mut delays = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.last() != Some(&revision) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(Some((e, at))) = tokio::time::timeout(left, stream.recv()).await else {
+            panic!("no `revision` event for {revision} on C; it had {seen:?}");
+        };
+        assert_eq!(e.event, "revision", "{e:?}");
+        let id: i64 = e.id.as_deref().expect("an id").parse().expect("a revision");
+        let data: serde_json::Value = serde_json::from_str(&e.data).expect("json data");
+        assert_eq!(data, json!({ "project": P, "revision": id }));
+        assert!(seen.last().is_none_or(|&l| l < id), "{seen:?} then {id}");
+        seen.push(id);
+        if let Some(pushed) = pushed_at.get(&id) {
+            delays.push(at.saturating_duration_since(*pushed));
+        }
+    }
+    println!(
+        "the stream on C had {} of the {} revision events",
+        seen.len(),
+        pushed_at.len()
+    );
+    let worst = report(
+        "event stream on C got the revision after the push answered through A (0 when it came first)",
+        &mut delays,
+    );
+    assert!(worst < Duration::from_secs(2), "an event took {worst:?}");
+}
+
 #[tokio::test]
 async fn a_revocation_through_one_replica_is_refused_on_the_others_within_a_second() {
     let db = TestDb::new().await;
     let replicas = start_replicas(&db, 3, &[]);
     let (a, b, c) = (&replicas[0], &replicas[1], &replicas[2]);
     let root = a.client(&a.token_with("root", &["--admin"]));
-    let mut delays = Vec::new();
+    let (mut delays, mut stream_delays) = (Vec::new(), Vec::new());
     for i in 0..5 {
         let token = a.token(&format!("carol{i}"), &["acme"]);
         let (on_b, on_c) = (b.client(&token), c.client(&token));
         push_one(&on_c, &format!("c{i}.md"), "carol\n").await;
         assert_eq!(on_b.pull(P, 0).await.status, 200);
+        let mut stream = events(c, &token, None).await;
         let r = root
             .send(
                 root.http
@@ -266,6 +420,21 @@ async fn a_revocation_through_one_replica_is_refused_on_the_others_within_a_seco
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
         delays.push(refused_at);
+        // The open event stream on C ends with `revoked`.
+        let ended = loop {
+            let left =
+                (revoked + Duration::from_secs(10)).saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, stream.recv()).await {
+                Ok(Some((e, at))) if e.event == "end" => {
+                    let data: serde_json::Value = serde_json::from_str(&e.data).expect("json");
+                    assert_eq!(data["reason"], "revoked", "{e:?}");
+                    break at.saturating_duration_since(revoked);
+                }
+                Ok(Some((e, _))) => assert_eq!(e.event, "revision", "{e:?}"),
+                _ => panic!("the event stream on C did not end within 10 s of the revocation"),
+            }
+        };
+        stream_delays.push(ended);
         // B too, and a push is refused like a pull.
         let deadline = Instant::now() + Duration::from_secs(10);
         while on_b.pull(P, 0).await.status != 401 {
@@ -283,6 +452,21 @@ async fn a_revocation_through_one_replica_is_refused_on_the_others_within_a_seco
     );
     for d in &delays {
         assert!(*d < Duration::from_secs(1), "refused on C only after {d:?}");
+    }
+    // An open stream notices the revocation at its next check (the stream looks at the
+    // revocation list when it wakes, at least every second), so its bound is looser.
+    println!(
+        "revocation through A ended the event stream on C after (ms): {:?}",
+        stream_delays
+            .iter()
+            .map(Duration::as_millis)
+            .collect::<Vec<_>>()
+    );
+    for d in &stream_delays {
+        assert!(
+            *d < Duration::from_secs(3),
+            "the stream on C ended only after {d:?}"
+        );
     }
 }
 
