@@ -238,7 +238,7 @@ pub struct GlobalArgs {
     )]
     pub db_restart_attempts: u32,
     /// Where the git export keeps one bare repository per project, `<team>/<name>.git`
-    /// [default: <data-dir>/git]. Replicas must share it.
+    /// [default: <data-dir>/git]. Replicas may share it or each have their own.
     #[arg(long, global = true, env = "MEMSYNC_EXPORT_DIR")]
     pub export_dir: Option<PathBuf>,
     /// How often the git exporter looks for unexported revisions when no notification came.

@@ -27,6 +27,9 @@ use crate::sync::{self, Pull};
 /// down or has not loaded yet), and, as a safety net, while it is.
 const POLL_UNSYNCED: Duration = Duration::from_secs(1);
 const POLL_SYNCED: Duration = Duration::from_secs(30);
+/// How often an open event stream checks its token (revoked, expired) and, while the bus is
+/// not current, whether to ask the database.
+const CHECK: Duration = Duration::from_millis(250);
 /// What the event stream tells browsers' `EventSource` to wait before reconnecting.
 const RETRY: Duration = Duration::from_secs(2);
 
@@ -274,7 +277,8 @@ pub(super) async fn events(
             Instant::now() + state.live.limits().heartbeat,
             state.live.limits().heartbeat,
         ),
-        poll: tokio::time::interval_at(Instant::now() + POLL_UNSYNCED, POLL_UNSYNCED),
+        check: tokio::time::interval_at(Instant::now() + CHECK, CHECK),
+        asked_db: Instant::now(),
         closing: Box::pin(state.live.closing()),
         _slot: slot,
     };
@@ -324,7 +328,9 @@ struct EventStream {
     queue: std::collections::VecDeque<Event>,
     done: bool,
     heartbeat: tokio::time::Interval,
-    poll: tokio::time::Interval,
+    check: tokio::time::Interval,
+    /// When the database was last asked for the revision (only while the bus is not current).
+    asked_db: Instant,
     closing: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
     _slot: Slot,
 }
@@ -384,14 +390,17 @@ impl EventStream {
                     Err(broadcast::error::RecvError::Closed) => self.reviews = None,
                 },
                 _ = self.heartbeat.tick() => return Some(Event::default().comment("heartbeat")),
-                _ = self.poll.tick() => {
-                    // While the bus is not current, the database is asked (and tells the bus,
-                    // which wakes this stream and every other waiter on the project).
-                    if !self.state.bus.is_synced()
-                        && let Ok(Some(r)) =
+                _ = self.check.tick() => {
+                    // The loop checks the token again. While the bus is not current, the
+                    // database is asked too, once a second (and tells the bus, which wakes this
+                    // stream and every other waiter on the project).
+                    if !self.state.bus.is_synced() && self.asked_db.elapsed() >= POLL_UNSYNCED {
+                        self.asked_db = Instant::now();
+                        if let Ok(Some(r)) =
                             crate::store::memories::revision(&self.state.pool, &self.project).await
-                    {
-                        self.state.bus.read(&self.project, r);
+                        {
+                            self.state.bus.read(&self.project, r);
+                        }
                     }
                 }
                 () = &mut self.closing => {
