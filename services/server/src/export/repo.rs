@@ -171,6 +171,40 @@ fn commit_revision(commit: &Commit<'_>, project: &ProjectId) -> anyhow::Result<i
         })
 }
 
+/// Whether the commit of any of `purged` (revision, path; newest first) still has that path: the
+/// repository was written before the content was purged (on a replica that has not rewritten it
+/// since), so it must be rebuilt rather than continued. A rewritten repository never has a purged
+/// path in the commit of its revision.
+pub fn holds_purged(
+    path: &Path,
+    project: &ProjectId,
+    purged: &[(i64, String)],
+) -> anyhow::Result<bool> {
+    let Some(repo) = open(path)? else {
+        return Ok(false);
+    };
+    let mut commit = head_commit(&repo)?;
+    for (revision, file) in purged {
+        loop {
+            let Some(c) = &commit else {
+                return Ok(false);
+            };
+            if commit_revision(c, project)? <= *revision {
+                break;
+            }
+            commit = c.parents().next();
+        }
+        let Some(c) = &commit else {
+            return Ok(false);
+        };
+        if commit_revision(c, project)? == *revision && c.tree()?.get_path(Path::new(file)).is_ok()
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Appends one commit per revision to the repository at `path` (created if missing). The
 /// revisions must follow the repository's newest commit without a gap. Returns the new head
 /// revision.
@@ -627,6 +661,42 @@ mod tests {
         assert_eq!(head.time().seconds(), 1_700_000_002);
         let other = ProjectId::new("acme", "web").expect("project");
         assert!(exported_revision(&p, &other).is_err());
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
+    #[test]
+    fn a_repository_written_before_a_purge_is_found() {
+        let tmp = tempfile_dir();
+        let project = ProjectId::new("acme", "api").expect("project");
+        let text = |s: &str| Content::Text(s.to_owned());
+        let history = |purged: bool| {
+            vec![
+                rev(1, "ann", vec![("keep.md", text("k"))]),
+                rev(
+                    2,
+                    "ann",
+                    vec![(
+                        "leak.md",
+                        if purged {
+                            Content::Purged
+                        } else {
+                            text("secret")
+                        },
+                    )],
+                ),
+                rev(3, "ann", vec![("keep.md", text("k2"))]),
+            ]
+        };
+        let old = tmp.join("old.git");
+        let new = tmp.join("new.git");
+        append(&old, &project, &history(false)).expect("old");
+        append(&new, &project, &history(true)).expect("new");
+        let purged = vec![(2, "leak.md".to_owned())];
+        assert!(holds_purged(&old, &project, &purged).expect("old"));
+        assert!(!holds_purged(&new, &project, &purged).expect("new"));
+        // A repository behind the purged revision holds nothing of it; none holds nothing.
+        assert!(!holds_purged(&old, &project, &[(4, "leak.md".to_owned())]).expect("ahead"));
+        assert!(!holds_purged(&tmp.join("none.git"), &project, &purged).expect("none"));
         let _ = std::fs::remove_dir_all(&tmp);
     }
 

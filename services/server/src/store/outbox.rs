@@ -28,21 +28,6 @@ pub async fn try_lock(conn: &mut PgConnection) -> sqlx::Result<bool> {
         .await
 }
 
-/// Waits for the lock, at most `wait_ms` milliseconds.
-pub async fn lock(conn: &mut PgConnection, wait_ms: u64) -> sqlx::Result<()> {
-    sqlx::query(sqlx::AssertSqlSafe(format!("SET lock_timeout = {wait_ms}")))
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("SELECT pg_advisory_lock($1)")
-        .bind(LOCK_KEY)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("SET lock_timeout = 0")
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
-}
-
 pub async fn unlock(conn: &mut PgConnection) -> sqlx::Result<()> {
     sqlx::query("SELECT pg_advisory_unlock($1)")
         .bind(LOCK_KEY)
@@ -60,6 +45,23 @@ fn project_id(s: &str) -> Option<ProjectId> {
         );
     }
     p
+}
+
+/// Wakes the exporting process (whichever replica it is).
+pub async fn notify<'e>(db: impl PgExecutor<'e>, project: &ProjectId) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(project.as_str())
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Still the session that holds the lock (a session-level advisory lock lasts as long as the
+/// session: while the connection answers, this process holds it).
+pub async fn ping(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT 1").execute(conn).await?;
+    Ok(())
 }
 
 /// Projects with unexported revisions, the longest waiting first, with the newest revision to
@@ -269,6 +271,38 @@ pub async fn rebuilt<'e>(
         .await?;
         Ok(None)
     }
+}
+
+/// The project has no rewrite left to make (none was asked for, or it is made and maybe only
+/// waits for the mirror).
+pub async fn rebuild_done<'e>(db: impl PgExecutor<'e>, project: &ProjectId) -> sqlx::Result<bool> {
+    let made: Option<bool> = sqlx::query_scalar(
+        "SELECT rebuilt_at IS NOT NULL FROM export_rebuilds WHERE team = $1 AND project = $2",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .fetch_optional(db)
+    .await?;
+    Ok(made.unwrap_or(true))
+}
+
+/// The project's purged versions up to revision `upto`, (revision, path), newest first: a
+/// repository written before their purge still holds them.
+pub async fn purged<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    upto: i64,
+) -> sqlx::Result<Vec<(i64, String)>> {
+    sqlx::query_as(
+        "SELECT revision, path FROM memory_versions
+         WHERE team = $1 AND project = $2 AND purged AND NOT deleted AND revision <= $3
+         ORDER BY revision DESC, path",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(upto)
+    .fetch_all(db)
+    .await
 }
 
 /// When the project's last rewrite was made, if a mirror still has to get it.
