@@ -322,9 +322,7 @@ async fn a_pull_killed_between_pages_resumes_and_ends_as_a_one_page_pull() {
     server_edit(&alice, &m0, &original(0), &m0_server).await;
     let m1_server = original(1).replace("line two of 1", "line two of 1, theirs");
     server_edit(&alice, &m1, &original(1), &m1_server).await;
-    let head = alice.pull(PROJECT, 0).await.body["revision"]
-        .as_i64()
-        .unwrap();
+    let head = alice.pull(PROJECT, 0).await.body["head"].as_i64().unwrap();
 
     // Bob pulls one revision per page, each answer slowed down, and is killed half-way.
     delay.store(150, Ordering::Relaxed);
@@ -455,7 +453,12 @@ const FAKE_FILES_PER_REVISION: usize = 3;
 fn fake_file(rev: i64, i: usize) -> (String, String) {
     (
         format!("r{rev}/f{i}.md"),
-        memory(&format!("r{rev}-f{i}"), "fake", "project", &format!("revision {rev}, file {i}\n")),
+        memory(
+            &format!("r{rev}-f{i}"),
+            "fake",
+            "project",
+            &format!("revision {rev}, file {i}\n"),
+        ),
     )
 }
 
@@ -512,10 +515,11 @@ async fn fake_pager(old: bool) -> FakePager {
                 let target = head.split(' ').nth(1).unwrap_or("/").to_owned();
                 let gone = seen.lock().unwrap().len() >= answers.load(Ordering::SeqCst);
                 let (status, body) = if gone {
-                    ("503 Service Unavailable", serde_json::json!({"error": {"code": "unavailable", "message": "down for the test", "details": {}}}))
-                } else if let Some(q) = target
-                    .strip_prefix("/v1/projects/acme/api/changes?")
-                {
+                    (
+                        "503 Service Unavailable",
+                        serde_json::json!({"error": {"code": "unavailable", "message": "down for the test", "details": {}}}),
+                    )
+                } else if let Some(q) = target.strip_prefix("/v1/projects/acme/api/changes?") {
                     let param = |k: &str| {
                         q.split('&')
                             .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
@@ -526,7 +530,10 @@ async fn fake_pager(old: bool) -> FakePager {
                     seen.lock().unwrap().push((since, limit));
                     ("200 OK", fake_page(since, limit, old))
                 } else {
-                    ("404 Not Found", serde_json::json!({"error": {"code": "not_found", "message": "no such route", "details": {}}}))
+                    (
+                        "404 Not Found",
+                        serde_json::json!({"error": {"code": "not_found", "message": "no such route", "details": {}}}),
+                    )
                 };
                 let body = body.to_string();
                 let resp = format!(
@@ -581,7 +588,12 @@ impl Scratch {
 
     fn revision(&self) -> i64 {
         let root = self.home.path().join(".local/state/memsync");
-        let dir = std::fs::read_dir(root).unwrap().flatten().next().unwrap().path();
+        let dir = std::fs::read_dir(root)
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
         let text = std::fs::read_to_string(dir.join("state.json")).unwrap();
         serde_json::from_str::<Value>(&text).unwrap()["revision"]
             .as_i64()
@@ -602,7 +614,9 @@ async fn the_client_follows_pages_to_the_end_and_resumes_from_the_last_one_recor
     assert_eq!(r.json()["pull"]["revision"], FAKE_REVISIONS);
     assert_eq!(
         *server.seen.lock().unwrap(),
-        (0..FAKE_REVISIONS).map(|s| (s, Some(4))).collect::<Vec<_>>()
+        (0..FAKE_REVISIONS)
+            .map(|s| (s, Some(4)))
+            .collect::<Vec<_>>()
     );
     assert_eq!(tree(&s.team).len(), total);
 
@@ -630,7 +644,11 @@ async fn the_client_follows_pages_to_the_end_and_resumes_from_the_last_one_recor
     let before = server.seen.lock().unwrap().len();
     let r = s.pull(&server.url, "4");
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    assert_eq!(server.seen.lock().unwrap()[before].0, at, "resumed from the page recorded");
+    assert_eq!(
+        server.seen.lock().unwrap()[before].0,
+        at,
+        "resumed from the page recorded"
+    );
     assert_eq!(tree(&s.team).len(), total);
     assert_eq!(s.revision(), FAKE_REVISIONS);
 }
