@@ -96,6 +96,33 @@ struct Wire {
     down_bytes: usize,
 }
 
+impl Wire {
+    /// What one connection carried: its requests' lines and `Accept-Encoding`s, its answers'
+    /// `Content-Encoding`s.
+    fn record(&mut self, up: &[u8], down: &[u8]) {
+        use std::sync::LazyLock;
+        static REQUEST: LazyLock<regex::Regex> = LazyLock::new(|| {
+            regex::Regex::new(r"(?m)^(GET|POST|PUT|DELETE|HEAD|PATCH) (\S+) HTTP/1\.1\r$").unwrap()
+        });
+        static ACCEPT: LazyLock<regex::Regex> =
+            LazyLock::new(|| regex::Regex::new(r"(?mi)^accept-encoding: *([^\r]*)\r$").unwrap());
+        static ENCODING: LazyLock<regex::Regex> =
+            LazyLock::new(|| regex::Regex::new(r"(?mi)^content-encoding: *([^\r]*)\r$").unwrap());
+        let up = String::from_utf8_lossy(up);
+        let down_text = String::from_utf8_lossy(down);
+        self.requests.extend(
+            REQUEST
+                .captures_iter(&up)
+                .map(|c| format!("{} {}", &c[1], &c[2])),
+        );
+        self.accepts
+            .extend(ACCEPT.captures_iter(&up).map(|c| c[1].to_owned()));
+        self.encodings
+            .extend(ENCODING.captures_iter(&down_text).map(|c| c[1].to_owned()));
+        self.down_bytes += down.len();
+    }
+}
+
 /// A TCP relay to `upstream` on loopback that records what passes (read when a connection
 /// closes) and holds every chunk of an answer `delay_ms` (changeable while it runs) before
 /// passing it on.
@@ -149,24 +176,8 @@ async fn relay(upstream: &str, delay_ms: Arc<AtomicU64>) -> (String, Arc<Mutex<W
                     }
                 };
                 let (up, down) = tokio::join!(up, down);
-                let up = String::from_utf8_lossy(&up).into_owned();
-                let down_text = String::from_utf8_lossy(&down).into_owned();
-                let request =
-                    regex::Regex::new(r"(?m)^(GET|POST|PUT|DELETE|HEAD|PATCH) (\S+) HTTP/1\.1\r$")
-                        .unwrap();
-                let accept = regex::Regex::new(r"(?mi)^accept-encoding: *([^\r]*)\r$").unwrap();
-                let encoding = regex::Regex::new(r"(?mi)^content-encoding: *([^\r]*)\r$").unwrap();
                 let mut w = w.lock().unwrap();
-                w.requests.extend(
-                    request
-                        .captures_iter(&up)
-                        .map(|c| format!("{} {}", &c[1], &c[2])),
-                );
-                w.accepts
-                    .extend(accept.captures_iter(&up).map(|c| c[1].to_owned()));
-                w.encodings
-                    .extend(encoding.captures_iter(&down_text).map(|c| c[1].to_owned()));
-                w.down_bytes += down.len();
+                w.record(&up, &down);
                 w.closed += 1;
             });
         }
@@ -443,9 +454,12 @@ async fn a_push_of_one_file_is_one_request() {
 struct FakePager {
     url: String,
     /// `since=…&limit=…` of each pull answered, in order.
-    seen: Arc<Mutex<Vec<(i64, Option<usize>)>>>,
+    seen: Arc<Mutex<Vec<Asked>>>,
     answers: Arc<AtomicUsize>,
 }
+
+/// `since` and `limit` of one pull.
+type Asked = (i64, Option<usize>);
 
 const FAKE_REVISIONS: i64 = 5;
 const FAKE_FILES_PER_REVISION: usize = 3;
