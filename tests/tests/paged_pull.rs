@@ -666,3 +666,65 @@ async fn the_client_follows_pages_to_the_end_and_resumes_from_the_last_one_recor
     assert_eq!(tree(&s.team).len(), total);
     assert_eq!(s.revision(), FAKE_REVISIONS);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_falls_back_to_long_poll_pulls_on_a_server_without_the_event_stream() {
+    use std::io::BufRead;
+    let server = fake_pager(false).await;
+    let s = Scratch::new();
+    let team = s.team.to_string_lossy().into_owned();
+    let mut child = std::process::Command::new(bin_path("memsync"))
+        .args(["watch", "--json", "--team-dir", &team, "--timeout", "2s"])
+        .current_dir(&s.repo)
+        .env("HOME", s.home.path())
+        .env("MEMSYNC_SERVER", &server.url)
+        .env("MEMSYNC_TOKEN", "test-token")
+        .env("MEMSYNC_PROJECT", PROJECT)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut events = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    // The first pull (paged), then the stream's 404 "no such route": long-poll pulls instead.
+    while !events
+        .iter()
+        .any(|e: &Value| e["event"] == "connected" && e["mode"] == "long-poll")
+    {
+        let left = until.saturating_duration_since(Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no long-poll connection: {events:#?}"));
+        events.push(serde_json::from_str(&line).unwrap());
+    }
+    let pulled = events.iter().find(|e| e["event"] == "pulled").unwrap();
+    assert_eq!(pulled["files"], 15, "{pulled}");
+    assert_eq!(pulled["revision"], FAKE_REVISIONS);
+    // A long-poll asks for one file from the revision the team dir has.
+    let until = Instant::now() + Duration::from_secs(10);
+    while !server
+        .seen
+        .lock()
+        .unwrap()
+        .contains(&(FAKE_REVISIONS, Some(1)))
+    {
+        assert!(Instant::now() < until, "{:?}", server.seen.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(child.wait().unwrap().success());
+}
