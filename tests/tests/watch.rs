@@ -102,7 +102,15 @@ impl Watch {
         use std::io::Read;
         let _ = self.child.stderr.take().unwrap().read_to_string(&mut err);
         let mut rest = std::mem::take(&mut self.seen);
-        rest.extend(self.lines.try_iter());
+        // The reader thread may not have passed on the last lines yet: take them until it ends
+        // at the end of the output (the process has exited), waiting at most 5 s.
+        let until = Instant::now() + Duration::from_secs(5);
+        while let Ok(v) = self
+            .lines
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+        {
+            rest.push(v);
+        }
         (status.code().unwrap_or(-1), err, rest)
     }
 }
