@@ -36,9 +36,12 @@ use crate::store::outbox::{self, CloneState};
 /// Remembered purge checks, at most this many projects (then forgotten all at once).
 const REMEMBERED: usize = 10_000;
 
+/// A project's purged versions, (revision, path), newest first.
+type Purged = Vec<(i64, String)>;
+
 /// The purged versions a branch head was checked against, per project, when it held none.
 #[derive(Default)]
-pub(super) struct PurgeChecks(Mutex<HashMap<ProjectId, (Oid, Vec<(i64, String)>)>>);
+pub(super) struct PurgeChecks(Mutex<HashMap<ProjectId, (Oid, Purged)>>);
 
 impl PurgeChecks {
     fn clean(&self, project: &ProjectId, head: Oid, purged: &[(i64, String)]) -> bool {
@@ -47,7 +50,7 @@ impl PurgeChecks {
             .is_some_and(|(h, p)| *h == head && p.as_slice() == purged)
     }
 
-    fn remember(&self, project: &ProjectId, head: Oid, purged: Vec<(i64, String)>) {
+    fn remember(&self, project: &ProjectId, head: Oid, purged: Purged) {
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= REMEMBERED && !map.contains_key(project) {
             map.clear();

@@ -131,6 +131,11 @@ fn from_git(headers: &HeaderMap) -> bool {
         })
 }
 
+/// Marks an error answer whose plain-text body is meant for git (which shows nothing else): the
+/// router's JSON error shaping leaves it as it is.
+#[derive(Debug, Clone, Copy)]
+pub struct PlainTextForGit;
+
 /// 503 `unavailable` with `Retry-After`: this process's copy is not served. git gets the message
 /// as plain text, which it prints; everyone else the usual JSON error.
 fn refuse(headers: &HeaderMap, message: String) -> Response {
@@ -149,6 +154,7 @@ fn refuse(headers: &HeaderMap, message: String) -> Response {
         HeaderValue::from_static(RETRY_AFTER_SECS),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp.extensions_mut().insert(PlainTextForGit);
     resp
 }
 
