@@ -336,11 +336,13 @@ pub async fn clone_state<'e>(
     .bind(project.as_str())
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|(revision, rewrite_pending, ever_purged)| CloneState {
-        revision,
-        rewrite_pending,
-        ever_purged,
-    }))
+    Ok(
+        row.map(|(revision, rewrite_pending, ever_purged)| CloneState {
+            revision,
+            rewrite_pending,
+            ever_purged,
+        }),
+    )
 }
 
 /// When the project's last rewrite was made, if a mirror still has to get it.
