@@ -45,9 +45,11 @@
 //!
 //! **Clones.** `git clone http://host/git/<team>/<name>.git` with a token as the HTTP password
 //! (or `Authorization: Bearer`), served read-only by `git http-backend` (see [`http`]) from the
-//! process's own export directory. Replicas that do not share one serve clones only from the
-//! exporting replica's copy being current: clone from the mirror instead (docs/operations.md).
+//! process's own export directory, and only from a copy known to be current and free of purged
+//! content (see [`current`]): on replicas that do not share the exporter's directory that is
+//! rarely the case, and they answer 503 pointing at the mirror (docs/operations.md).
 
+mod current;
 pub mod http;
 mod mirror;
 pub mod repo;
@@ -138,6 +140,12 @@ pub struct Exporter {
     mirror: Option<mirror::Mirror>,
     /// This process holds the export lock: it writes the repositories and pushes the mirror.
     leader: Arc<AtomicBool>,
+    /// Since taking the export lock, this process has compared every repository with the
+    /// database and caught it up: its copies are current or catching up.
+    caught_up: AtomicBool,
+    /// The database the clone checks read (the project's revision, pending rewrites, purges).
+    pool: PgPool,
+    purge_checks: current::PurgeChecks,
     /// Wakes this process's exporter at once (a purge waiting for its rewrite).
     wake: tokio::sync::Notify,
 }
@@ -154,6 +162,12 @@ impl Exporter {
     /// Whether this process runs the export now (it holds the export lock).
     pub fn is_leader(&self) -> bool {
         self.leader.load(Ordering::Relaxed)
+    }
+
+    /// Whether this process runs the export and has caught its repositories up since it took
+    /// the export lock.
+    fn is_caught_up(&self) -> bool {
+        self.caught_up.load(Ordering::Relaxed)
     }
 }
 
@@ -187,6 +201,9 @@ pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Arc<Exporter>> {
         stats,
         mirror,
         leader,
+        caught_up: AtomicBool::new(false),
+        pool: pool.clone(),
+        purge_checks: current::PurgeChecks::default(),
         wake: tokio::sync::Notify::new(),
     });
     if EXPORTER.set(ex.clone()).is_err() {
@@ -283,6 +300,9 @@ pub async fn rebuild(
         stats: Arc::default(),
         mirror: None,
         leader: Arc::new(AtomicBool::new(false)),
+        caught_up: AtomicBool::new(false),
+        pool: pool.clone(),
+        purge_checks: current::PurgeChecks::default(),
         wake: tokio::sync::Notify::new(),
     });
     let projects = if projects.is_empty() {

@@ -153,6 +153,19 @@ pub fn exported_revision(path: &Path, project: &ProjectId) -> anyhow::Result<i64
     commit_revision(&head, project)
 }
 
+/// The branch head of the repository at `path`: its commit id and the revision its trailer
+/// carries. Reads the branch and one commit, nothing else. None when there is no repository or
+/// no commit.
+pub fn head(path: &Path, project: &ProjectId) -> anyhow::Result<Option<(Oid, i64)>> {
+    let Some(repo) = open(path)? else {
+        return Ok(None);
+    };
+    let Some(head) = head_commit(&repo)? else {
+        return Ok(None);
+    };
+    Ok(Some((head.id(), commit_revision(&head, project)?)))
+}
+
 fn commit_revision(commit: &Commit<'_>, project: &ProjectId) -> anyhow::Result<i64> {
     let message = String::from_utf8_lossy(commit.message_bytes());
     if trailer(&message, PROJECT_TRAILER) != Some(project.as_str()) {
@@ -183,7 +196,32 @@ pub fn holds_purged(
     let Some(repo) = open(path)? else {
         return Ok(false);
     };
-    let mut commit = head_commit(&repo)?;
+    let head = head_commit(&repo)?;
+    holds_purged_below(head, project, purged)
+}
+
+/// [`holds_purged`] for the history of commit `head` (a branch head read earlier): a clone is
+/// served from the head that was checked, or refused when the repository no longer has it.
+pub fn holds_purged_from(
+    path: &Path,
+    project: &ProjectId,
+    head: Oid,
+    purged: &[(i64, String)],
+) -> anyhow::Result<bool> {
+    let Some(repo) = open(path)? else {
+        bail!("{} is gone", path.display());
+    };
+    let head = repo
+        .find_commit(head)
+        .with_context(|| format!("commit {head} is no longer in {}", path.display()))?;
+    holds_purged_below(Some(head), project, purged)
+}
+
+fn holds_purged_below(
+    mut commit: Option<Commit<'_>>,
+    project: &ProjectId,
+    purged: &[(i64, String)],
+) -> anyhow::Result<bool> {
     for (revision, file) in purged {
         loop {
             let Some(c) = &commit else {
@@ -697,6 +735,14 @@ mod tests {
         // A repository behind the purged revision holds nothing of it; none holds nothing.
         assert!(!holds_purged(&old, &project, &[(4, "leak.md".to_owned())]).expect("ahead"));
         assert!(!holds_purged(&tmp.join("none.git"), &project, &purged).expect("none"));
+        // From a head read earlier: the same answers, and the head is what is looked at.
+        let (old_head, old_rev) = head(&old, &project).expect("head").expect("some");
+        assert_eq!(old_rev, 3);
+        assert!(holds_purged_from(&old, &project, old_head, &purged).expect("old"));
+        let (new_head, _) = head(&new, &project).expect("head").expect("some");
+        assert!(!holds_purged_from(&new, &project, new_head, &purged).expect("new"));
+        assert!(holds_purged_from(&new, &project, old_head, &purged).is_err());
+        assert_eq!(head(&tmp.join("none.git"), &project).expect("none"), None);
         let _ = std::fs::remove_dir_all(&tmp);
     }
 

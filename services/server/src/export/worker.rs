@@ -110,6 +110,7 @@ async fn step(
     let lost = |lock_conn: &mut Option<PgConnection>, reconciled: &mut bool| {
         *lock_conn = None; // closing the session frees the lock, if it still had it
         *reconciled = false;
+        ex.caught_up.store(false, Ordering::Relaxed);
         if ex.leader.swap(false, Ordering::Relaxed) {
             tracing::warn!(
                 "this process no longer runs the git export (its lock connection failed); another replica takes over"
@@ -143,6 +144,7 @@ async fn step(
     pass(pool, ex, !*reconciled).await?;
     if !*reconciled {
         *reconciled = true;
+        ex.caught_up.store(true, Ordering::Relaxed);
         if let Some(m) = &ex.mirror {
             // The mirror gets what the previous exporter may not have pushed.
             for p in repo::list(&ex.cfg.dir) {

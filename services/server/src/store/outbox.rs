@@ -305,6 +305,46 @@ pub async fn purged<'e>(
     .await
 }
 
+/// What deciding whether a copy of a project's repository may be cloned needs from the
+/// database, read in one query on primary keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloneState {
+    /// `projects.revision`: the revision a current copy's branch head carries.
+    pub revision: i64,
+    /// A rewrite was asked for (a purge, `export rebuild`) and is not made yet: every copy,
+    /// the exporter's included, may still hold what it removes.
+    pub rewrite_pending: bool,
+    /// Content of the project was ever purged (`purged_content` gets a row for every purged
+    /// hash, and a purge always has one). Without that, no copy can hold purged content.
+    pub ever_purged: bool,
+}
+
+/// The project's [`CloneState`]; None when there is no such project.
+pub async fn clone_state<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+) -> sqlx::Result<Option<CloneState>> {
+    let row: Option<(i64, bool, bool)> = sqlx::query_as(
+        "SELECT p.revision,
+                EXISTS (SELECT 1 FROM export_rebuilds r
+                        WHERE r.team = p.team AND r.project = p.project AND r.rebuilt_at IS NULL),
+                EXISTS (SELECT 1 FROM purged_content c
+                        WHERE c.team = p.team AND c.project = p.project)
+         FROM projects p WHERE p.team = $1 AND p.project = $2",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .fetch_optional(db)
+    .await?;
+    Ok(
+        row.map(|(revision, rewrite_pending, ever_purged)| CloneState {
+            revision,
+            rewrite_pending,
+            ever_purged,
+        }),
+    )
+}
+
 /// When the project's last rewrite was made, if a mirror still has to get it.
 pub async fn awaiting_mirror<'e>(
     db: impl PgExecutor<'e>,
