@@ -266,9 +266,14 @@ async fn drop_bad_request_id(mut req: axum::extract::Request) -> axum::extract::
 async fn json_errors(resp: Response) -> Response {
     let status = resp.status();
     // JSON errors, and the console's own HTML error pages, are left as they are.
-    let shaped = resp.headers().get(header::CONTENT_TYPE).is_some_and(|v| {
-        v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/html")
-    });
+    // So are plain-text errors meant for git, which prints nothing else (`remote: ...`).
+    let shaped = resp
+        .extensions()
+        .get::<crate::export::http::PlainTextForGit>()
+        .is_some()
+        || resp.headers().get(header::CONTENT_TYPE).is_some_and(|v| {
+            v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/html")
+        });
     if !(status.is_client_error() || status.is_server_error()) || shaped {
         return resp;
     }
