@@ -925,8 +925,12 @@ async fn wake_once(
     };
     let head = match status {
         StatusCode::OK => {
-            let parsed: PullResponse = serde_json::from_slice(&body)
-                .map_err(|e| (format!("long-poll: 200 with an invalid PullResponse: {e}"), false))?;
+            let parsed: PullResponse = serde_json::from_slice(&body).map_err(|e| {
+                (
+                    format!("long-poll: 200 with an invalid PullResponse: {e}"),
+                    false,
+                )
+            })?;
             parsed.head.unwrap_or(parsed.revision)
         }
         StatusCode::NOT_MODIFIED => since,

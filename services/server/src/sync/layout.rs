@@ -11,7 +11,6 @@ use memsync_core::wire::{Failure, PushOp};
 use sqlx::PgConnection;
 
 use super::PushMeta;
-use super::push::Stop;
 use crate::store::memories::{self, PushSnapshot, SnapshotQuery};
 
 /// What a batch asks of the database under the lock, worked out before taking it: its paths,
@@ -65,13 +64,14 @@ impl BatchKeys {
 /// What the batch would do to the team directory on disk and to purged history: no path may
 /// collide with another as file and directory or by letter case (on every filesystem a team
 /// uses), and content an admin purged does not come back without a team admin's override.
-/// Decided from the snapshot read under the lock: no database round trip of its own.
+/// Decided from the snapshot read under the lock: no database round trip of its own. Returns
+/// the failures (none: the batch keeps to the rules).
 pub fn layout_rules(
     meta: &PushMeta<'_>,
     checked: &[CheckedChange],
     allow_purged: bool,
     snapshot: &PushSnapshot,
-) -> Result<(), Stop> {
+) -> Vec<Failure> {
     let project = meta.project;
     let mut failures = Vec::new();
 
@@ -126,9 +126,5 @@ pub fn layout_rules(
             }
         }
     }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(Stop::refused(failures))
-    }
+    failures
 }

@@ -33,7 +33,10 @@ pub(super) async fn propose(
     reviewer: &mut Reviewer<'_>,
 ) -> Result<PushResponse, Stop> {
     let project = meta.project;
-    layout_rules(meta, &checked, req.allow_purged, &snapshot)?;
+    let failures = layout_rules(meta, &checked, req.allow_purged, &snapshot);
+    if !failures.is_empty() {
+        return Err(Stop::refused(failures));
+    }
     // What would change if this were published now: unchanged files and deletes of what is
     // gone propose nothing; a conflict is answered now, as to any push.
     let plan = plan(

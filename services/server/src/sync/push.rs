@@ -311,7 +311,10 @@ async fn apply(
     req: &PushRequest,
     reviewer: &mut Reviewer<'_>,
 ) -> Result<(PushResponse, bool), Stop> {
-    layout_rules(meta, &checked, req.allow_purged, &snapshot)?;
+    let failures = layout_rules(meta, &checked, req.allow_purged, &snapshot);
+    if !failures.is_empty() {
+        return Err(Stop::refused(failures));
+    }
     let mut plan = plan(
         &mut *tx,
         meta.project,
