@@ -77,6 +77,65 @@ impl ApiError {
     }
 }
 
+/// How one pull request asks: a page size and a long-poll wait, both optional (a server from
+/// before paging ignores them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Page {
+    /// At most this many files (`limit=`).
+    pub limit: Option<u32>,
+    /// Seconds to wait for a revision past `since` (`wait=`, 0–60).
+    pub wait: Option<u32>,
+}
+
+/// Why the event stream could not be opened, and when the server said to come back (`Retry-After`
+/// of a 429 `too_many_streams` or a 503).
+#[derive(Debug)]
+pub struct StreamError {
+    pub error: ApiError,
+    pub retry_after: Option<Duration>,
+}
+
+/// An open event stream (`GET …/events`).
+pub struct EventStream {
+    resp: reqwest::Response,
+    parser: crate::sse::Parser,
+    queue: std::collections::VecDeque<crate::sse::Item>,
+}
+
+impl EventStream {
+    /// The next item of the stream; None when the server closed it. An error when the
+    /// connection broke or went silent for longer than the stream's idle limit.
+    pub async fn next(&mut self) -> Result<Option<crate::sse::Item>, String> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                return Ok(Some(item));
+            }
+            match self.resp.chunk().await {
+                Ok(Some(bytes)) => self.queue.extend(self.parser.feed(&bytes)),
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    let mut reason = e.to_string();
+                    let mut src = std::error::Error::source(&e);
+                    while let Some(s) = src {
+                        reason = s.to_string();
+                        src = s.source();
+                    }
+                    return Err(if e.is_timeout() {
+                        "no data (not even a heartbeat) for too long".into()
+                    } else {
+                        reason
+                    });
+                }
+            }
+        }
+    }
+
+    /// The last event id the stream gave.
+    pub fn last_id(&self) -> Option<&str> {
+        self.parser.last_id()
+    }
+}
+
 pub enum Pulled {
     NotModified,
     Changes {
@@ -125,6 +184,9 @@ pub struct Request {
     /// unknown.
     what: String,
     check: String,
+    /// Time the server may take on purpose before it answers (a long-poll's `wait`), added to
+    /// the time limit of each attempt.
+    patience: Duration,
 }
 
 impl Request {
@@ -137,6 +199,7 @@ impl Request {
             key: None,
             what: String::new(),
             check: String::new(),
+            patience: Duration::ZERO,
         }
     }
 
@@ -470,7 +533,8 @@ impl ApiClient {
         // Whether an attempt of this write may have reached the server without an answer that
         // says what became of it.
         let mut maybe_applied = false;
-        let mut limit = self.timeout;
+        let per_attempt = self.timeout.saturating_add(req.patience);
+        let mut limit = per_attempt;
         let mut attempt = 0;
         loop {
             if let Some(d) = self.deadline {
@@ -478,7 +542,7 @@ impl ApiClient {
                 if left.is_zero() {
                     return Err(self.gave_up(req, attempt, maybe_applied, Reason::Timeout(limit)));
                 }
-                limit = left.min(self.timeout);
+                limit = left.min(per_attempt);
             }
             attempt += 1;
             let result = self.attempt(req, limit).await;
@@ -659,14 +723,26 @@ impl ApiClient {
         json_or_error::<serde_json::Value>(answer, project).map(|_| ())
     }
 
+    /// `GET …/changes?since=N`: one page of at most `page.limit` files (the server caps it),
+    /// waiting up to `page.wait` seconds for a revision past `since` when there is none yet.
     pub async fn pull(
         &self,
         project: &ProjectId,
         since: i64,
         etag: Option<&str>,
+        page: Page,
     ) -> Result<Pulled, ApiError> {
-        let url = self.project_url(project, &["changes"], &[("since", since.to_string())]);
-        let answer = self.send(&Request::get(url).if_none_match(etag)).await?;
+        let mut query = vec![("since", since.to_string())];
+        if let Some(limit) = page.limit {
+            query.push(("limit", limit.to_string()));
+        }
+        if let Some(wait) = page.wait {
+            query.push(("wait", wait.to_string()));
+        }
+        let url = self.project_url(project, &["changes"], &query);
+        let mut req = Request::get(url).if_none_match(etag);
+        req.patience = Duration::from_secs(page.wait.unwrap_or(0).into());
+        let answer = self.send(&req).await?;
         if answer.status == StatusCode::NOT_MODIFIED {
             return Ok(Pulled::NotModified);
         }
@@ -677,6 +753,78 @@ impl ApiClient {
             .map(str::to_owned);
         let body: PullResponse = json_or_error(answer, Some(project))?;
         Ok(Pulled::Changes { body, etag })
+    }
+
+    /// Opens `GET …/events` (Server-Sent Events), after revision `last_event_id` when given. The
+    /// stream has no overall time limit; a read that waits longer than `idle` (no byte, not even a
+    /// heartbeat) fails, so a connection that died silently is noticed.
+    pub async fn events(
+        &self,
+        project: &ProjectId,
+        last_event_id: Option<&str>,
+        idle: Duration,
+    ) -> Result<EventStream, StreamError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(self.timeout.min(Duration::from_secs(5)))
+            .read_timeout(idle)
+            .user_agent(concat!("memsync/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| StreamError {
+                error: ApiError::Protocol(format!("cannot build the HTTP client: {e}")),
+                retry_after: None,
+            })?;
+        let url = self.project_url(project, &["events"], &[]);
+        let mut b = http
+            .get(url.clone())
+            .bearer_auth(&self.token)
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        if let Some(id) = last_event_id {
+            b = b.header("last-event-id", id);
+        }
+        let req = Request::get(url);
+        let failed = |error| StreamError {
+            error,
+            retry_after: None,
+        };
+        let resp = match tokio::time::timeout(self.timeout, b.send()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                let why = self.reason(&e, self.timeout);
+                return Err(failed(self.gave_up(&req, 1, false, why)));
+            }
+            Err(_) => return Err(failed(ApiError::Timeout(self.timeout))),
+        };
+        let status = resp.status();
+        if status != StatusCode::OK {
+            let headers = resp.headers().clone();
+            let retry_after = retry_after(&headers);
+            let body = resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
+            let answer = Answer {
+                status,
+                headers,
+                body,
+            };
+            let error = match json_or_error::<serde_json::Value>(answer, Some(project)) {
+                Err(e) => e,
+                Ok(_) => ApiError::Protocol(format!("the event stream answered {status}")),
+            };
+            return Err(StreamError { error, retry_after });
+        }
+        let is_stream = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_stream {
+            return Err(failed(ApiError::Protocol(
+                "the event stream's answer is not text/event-stream".into(),
+            )));
+        }
+        Ok(EventStream {
+            resp,
+            parser: crate::sse::Parser::new(),
+            queue: std::collections::VecDeque::new(),
+        })
     }
 
     /// One push; `key` is the push's own, the same for each of its retries.

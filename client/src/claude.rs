@@ -162,6 +162,88 @@ pub fn install_hooks(settings_path: &Path, program: &Path) -> Result<InstallOutc
     })
 }
 
+/// The flag on memsync's `SessionStart` hook that starts `memsync watch` for the session.
+pub const WATCH_FLAG: &str = "--watch";
+
+/// Puts `--watch` on memsync's `SessionStart` hook(s) in a settings.json (`on`), or takes it off;
+/// whether the file changed. Everything else in the file stays as it is.
+pub fn set_watch(settings_path: &Path, on: bool) -> Result<bool, ClaudeError> {
+    let target = match fs::symlink_metadata(settings_path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            fs::canonicalize(settings_path).map_err(|source| ClaudeError::Read {
+                path: settings_path.to_path_buf(),
+                source,
+            })?
+        }
+        _ => settings_path.to_path_buf(),
+    };
+    let Some(mut root) = read_settings(&target, settings_path)? else {
+        return Ok(false);
+    };
+    let Some(groups) = root
+        .get_mut("hooks")
+        .and_then(|h| h.get_mut("SessionStart"))
+    else {
+        return Ok(false);
+    };
+    if !flag_commands(groups, on) {
+        return Ok(false);
+    }
+    let mut out = serde_json::to_string_pretty(&root).map_err(|e| ClaudeError::Write {
+        path: settings_path.to_path_buf(),
+        source: io::Error::other(e),
+    })?;
+    out.push('\n');
+    crate::atomic::write(&target, out.as_bytes(), None, Durability::Durable).map_err(|source| {
+        ClaudeError::Write {
+            path: settings_path.to_path_buf(),
+            source,
+        }
+    })?;
+    Ok(true)
+}
+
+/// Adds (or removes) [`WATCH_FLAG`] on every memsync session-start command under `value`;
+/// whether any changed.
+fn flag_commands(value: &mut Value, on: bool) -> bool {
+    let mut changed = false;
+    match value {
+        Value::Array(items) => {
+            for v in items {
+                changed |= flag_commands(v, on);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                match v {
+                    Value::String(command) if k == "command" => {
+                        let Some((_, rest)) = memsync_command(command, SESSION_START_ARGS) else {
+                            continue;
+                        };
+                        let has = rest.split_whitespace().any(|w| w == WATCH_FLAG);
+                        if on && !has {
+                            command.push(' ');
+                            command.push_str(WATCH_FLAG);
+                            changed = true;
+                        } else if !on && has {
+                            let head = &command[..command.len() - rest.len()];
+                            let kept: Vec<&str> = rest
+                                .split_whitespace()
+                                .filter(|w| *w != WATCH_FLAG)
+                                .collect();
+                            *command = format!("{head} {}", kept.join(" "));
+                            changed = true;
+                        }
+                    }
+                    other => changed |= flag_commands(other, on),
+                }
+            }
+        }
+        _ => {}
+    }
+    changed
+}
+
 /// memsync's hooks in a settings.json (none when the file does not exist).
 pub fn installed_hooks(settings_path: &Path) -> Result<Vec<InstalledHook>, ClaudeError> {
     let Some(root) = read_settings(settings_path, settings_path)? else {
@@ -700,5 +782,42 @@ mod tests {
         );
         let none = |_: &str| None;
         assert!(user_settings_path(&none).is_none());
+    }
+
+    #[test]
+    fn watch_goes_on_and_off_the_session_start_hook_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("settings.json");
+        fs::write(
+            &path,
+            json!({"model": "opus", "hooks": {"SessionStart": [{"hooks": [
+                {"type": "command", "command": "other-tool start"},
+                {"type": "command", "command": format!("{} --deadline 4s", start())},
+            ]}]}})
+            .to_string(),
+        )
+        .unwrap();
+        install_hooks(&path).unwrap();
+        assert!(set_watch(&path, true).unwrap());
+        let on = read_json(&path);
+        let hooks = &on["hooks"]["SessionStart"][0]["hooks"];
+        assert_eq!(hooks[0]["command"], "other-tool start");
+        assert_eq!(
+            hooks[1]["command"],
+            format!("{} --deadline 4s --watch", start())
+        );
+        assert_eq!(on["hooks"]["SessionEnd"][0]["hooks"][0]["command"], end());
+        assert_eq!(on["model"], "opus");
+        // Twice changes nothing; installing again keeps the flag.
+        assert!(!set_watch(&path, true).unwrap());
+        assert!(!install_hooks(&path).unwrap().changed);
+        assert!(set_watch(&path, false).unwrap());
+        assert_eq!(
+            read_json(&path)["hooks"]["SessionStart"][0]["hooks"][1]["command"],
+            format!("{} --deadline 4s", start())
+        );
+        assert!(!set_watch(&path, false).unwrap());
+        // No settings file: nothing to do.
+        assert!(!set_watch(&tmp.path().join("none.json"), true).unwrap());
     }
 }

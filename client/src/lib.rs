@@ -11,6 +11,8 @@ pub mod fsops;
 pub mod hook;
 pub mod paths;
 pub mod provenance;
+pub mod sse;
 pub mod stale;
 pub mod state;
 pub mod sync;
+pub mod watch;

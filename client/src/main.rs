@@ -136,11 +136,32 @@ pub(crate) enum Cmd {
     Hook(HookCmd),
     /// Check everything a session needs (hook, server, token, clock, dirs) and say how to fix it.
     Doctor,
+    /// Keep the team dir live, in the foreground: pull when the server announces a change, push
+    /// local changes after a quiet period. Stops on Ctrl-C or SIGTERM.
+    Watch {
+        /// How long the team dir must stay unchanged before its changes are pushed.
+        #[arg(long, default_value = "2s", value_parser = cmd::parse_duration)]
+        quiet_period: Duration,
+        /// Stop when this process has exited (checked every second); the session-start hook
+        /// passes the agent's.
+        #[arg(long, value_name = "PID")]
+        until_pid: Option<i32>,
+        /// As for `push`: kept in the provenance of what the watch pushes.
+        #[arg(long)]
+        session_id: Option<String>,
+    },
     /// Add memsync's SessionStart and SessionEnd hooks to Claude Code's settings.
     InstallHook {
         /// Install into the user's ~/.claude/settings.json instead of the project's.
         #[arg(long)]
         user: bool,
+        /// Also keep the team dir live during each session: the SessionStart hook starts
+        /// `memsync watch` for the session, the SessionEnd hook stops it.
+        #[arg(long, conflicts_with = "no_watch")]
+        watch: bool,
+        /// Take `--watch` off memsync's SessionStart hook again.
+        #[arg(long)]
+        no_watch: bool,
     },
 }
 
@@ -151,6 +172,10 @@ pub(crate) enum HookCmd {
         /// Longest time the pull may take before the last synced copy is used.
         #[arg(long = "deadline", default_value = "3s", value_parser = cmd::parse_duration)]
         deadline: Duration,
+        /// Start `memsync watch` for the session (detached; it stops when the agent exits or the
+        /// SessionEnd hook stops it).
+        #[arg(long)]
+        watch: bool,
     },
     /// Claude Code SessionEnd hook: push the team dir with the session's id, quietly. Never
     /// fails.
@@ -402,8 +427,8 @@ fn main() -> ExitCode {
 fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
     // The hooks never fail the session, whatever happens.
     match command {
-        Cmd::Hook(HookCmd::SessionStart { deadline }) => {
-            cmd::hook::session_start(g, deadline);
+        Cmd::Hook(HookCmd::SessionStart { deadline, watch }) => {
+            cmd::hook::session_start(g, deadline, watch);
             return Ok(cmd::OK);
         }
         Cmd::Hook(HookCmd::SessionEnd { deadline }) => {
@@ -457,7 +482,31 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
         Cmd::Review(c) => cmd::review::run(g, &cwd, c),
         Cmd::Allowlist(c) => cmd::allowlist::run(g, &cwd, c),
         Cmd::Admin(c) => cmd::admin::run(g, &cwd, c),
-        Cmd::InstallHook { user } => cmd::hook::install_hook(g, &cwd, user),
+        Cmd::InstallHook {
+            user,
+            watch,
+            no_watch,
+        } => {
+            let watch = match (watch, no_watch) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            };
+            cmd::hook::install_hook(g, &cwd, user, watch)
+        }
+        Cmd::Watch {
+            quiet_period,
+            until_pid,
+            session_id,
+        } => cmd::watch::run(
+            g,
+            &cwd,
+            cmd::watch::Options {
+                quiet_period,
+                until_pid,
+                session_id: cmd::session_id(session_id),
+            },
+        ),
         Cmd::Doctor => cmd::doctor::run(g, &cwd),
         Cmd::Hook(_) => Ok(cmd::OK),
     }

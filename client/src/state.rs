@@ -196,6 +196,11 @@ impl StateStore {
         Ok(state)
     }
 
+    /// Whether a base copy changed since the last save.
+    pub fn has_unsaved_bases(&self) -> bool {
+        self.bases_dirty.get()
+    }
+
     pub fn save(&self, state: &State) -> Result<(), StateError> {
         if self.bases_dirty.get() {
             let bytes = serde_json::to_vec(&*self.bases())

@@ -20,7 +20,7 @@ use memsync_core::wire::{
 use memsync_core::{MemoryPath, ProjectId, Sha256};
 use serde::Serialize;
 
-use crate::api::{ApiClient, ApiError, IdempotencyKey, Pulled};
+use crate::api::{ApiClient, ApiError, IdempotencyKey, Page, Pulled};
 use crate::config::Repo;
 use crate::fsops::{FsError, TeamDir, Written};
 use crate::state::{
@@ -75,6 +75,13 @@ pub struct Report {
     pub project: String,
     /// The revision the team dir now reflects.
     pub revision: i64,
+    /// The server's revision the pull got to (past `revision` when a page could not be written
+    /// whole and was not recorded).
+    #[serde(skip)]
+    pub reached: i64,
+    /// Pages of changes a pull received (each one request).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pages: u32,
     /// The revision an accepted push created (None: it created none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pushed_revision: Option<i64>,
@@ -149,7 +156,22 @@ pub struct RefusedNote {
     pub message: String,
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 impl Report {
+    /// Adds what one page of a pull did.
+    fn absorb(&mut self, page: Report) {
+        self.updated.extend(page.updated);
+        self.deleted.extend(page.deleted);
+        self.merged.extend(page.merged);
+        self.kept.extend(page.kept);
+        self.conflicts.extend(page.conflicts);
+        self.skipped.extend(page.skipped);
+        self.incomplete |= page.incomplete;
+    }
+
     /// Problems a user must look at (exit code 1).
     pub fn has_problems(&self) -> bool {
         !self.conflicts.is_empty()
@@ -173,6 +195,25 @@ pub struct Engine<'a> {
     /// The agent session that wrote the changes (`--session-id`, `MEMSYNC_SESSION_ID`, or the
     /// `SessionEnd` hook's input).
     pub session_id: Option<String>,
+    /// Files asked for per pull page (the server caps it): [`pull_page_size`].
+    pub page_size: u32,
+}
+
+/// Files per pull page when nothing says otherwise.
+pub const PULL_PAGE_FILES: u32 = 500;
+
+/// The environment variable that sets the files per pull page (1 or more; the server's own cap
+/// still applies).
+pub const ENV_PULL_PAGE: &str = "MEMSYNC_PULL_PAGE";
+
+/// Files per pull page: `MEMSYNC_PULL_PAGE` when it is a positive number, else
+/// [`PULL_PAGE_FILES`].
+pub fn pull_page_size() -> u32 {
+    std::env::var(ENV_PULL_PAGE)
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(PULL_PAGE_FILES)
 }
 
 fn now() -> String {
@@ -257,58 +298,84 @@ impl Engine<'_> {
         Ok(restored)
     }
 
-    /// Brings the server's changes into the team dir.
+    /// Brings the server's changes into the team dir, page by page.
+    ///
+    /// Each page is applied and recorded (files, bases and the page's revision, in one atomic
+    /// state write) before the next is asked for, with `since` = that page's revision: a pull
+    /// stopped between pages resumes from the last page recorded. The report covers every page.
     pub async fn pull(&self, state: &mut State) -> Result<Report, SyncError> {
         let mut report = Report {
             project: self.project.to_string(),
             revision: state.revision,
+            reached: state.revision,
             ..Report::default()
         };
         self.team.clean_temp();
-        let etag = state.etag.clone().filter(|_| state.revision > 0);
-        let (body, etag) = match self
-            .api
-            .pull(self.project, state.revision, etag.as_deref())
-            .await
-        {
-            Ok(Pulled::NotModified) => {
-                report.not_modified = true;
-                self.open_conflicts(state, &mut report);
-                return Ok(report);
-            }
-            Ok(Pulled::Changes { body, etag }) => (body, etag),
-            Err(ApiError::Server { code, .. }) if code == "since_ahead" => {
-                // The server lost revisions (restored from a backup): start over from 0. Bases
-                // stay, so local edits are still recognised as edits.
-                state.revision = 0;
-                state.etag = None;
-                match self.api.pull(self.project, 0, None).await? {
-                    Pulled::Changes { body, etag } => (body, etag),
-                    Pulled::NotModified => return Ok(report),
+        let mut since = state.revision;
+        // A page that could not be written whole leaves the recorded revision where it was; the
+        // pages after it are still applied (their files and bases), so the next pull only has
+        // the failed part to redo, as with a single page.
+        let mut recording = true;
+        let mut done = 0;
+        loop {
+            let first = report.pages == 0;
+            let etag = state.etag.clone().filter(|_| first && state.revision > 0);
+            let page = Page {
+                limit: Some(self.page_size),
+                wait: None,
+            };
+            let (body, etag) = match self
+                .api
+                .pull(self.project, since, etag.as_deref(), page)
+                .await
+            {
+                Ok(Pulled::NotModified) => {
+                    report.not_modified = first;
+                    break;
                 }
+                Ok(Pulled::Changes { body, etag }) => (body, etag),
+                Err(ApiError::Server { code, .. }) if code == "since_ahead" && since > 0 => {
+                    // The server lost revisions (restored from a backup): start over from 0.
+                    // Bases stay, so local edits are still recognised as edits.
+                    state.revision = 0;
+                    state.etag = None;
+                    since = 0;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            report.pages += 1;
+            let mut page_report = Report::default();
+            let total = done + body.changes.len();
+            let clashing = clashes_with_local(state, &body.changes);
+            let mut pending = Vec::new();
+            for fs in &body.changes {
+                if let Some(clash) = clashing.get(fs.path.as_str()) {
+                    self.refuse_from_server(&mut page_report, &fs.path, clash.message());
+                } else {
+                    self.apply_incoming(state, &mut page_report, fs, &mut pending)?;
+                }
+                done += 1;
+                (self.progress)(done, total);
             }
-            Err(e) => return Err(e.into()),
-        };
-        let total = body.changes.len();
-        let clashing = clashes_with_local(state, &body.changes);
-        let mut pending = Vec::new();
-        for (i, fs) in body.changes.iter().enumerate() {
-            if let Some(clash) = clashing.get(fs.path.as_str()) {
-                self.refuse_from_server(&mut report, &fs.path, clash.message());
-            } else {
-                self.apply_incoming(state, &mut report, fs, &mut pending)?;
+            self.commit_writes(state, &mut page_report, pending)?;
+            recording &= !page_report.incomplete;
+            if recording {
+                state.revision = body.revision;
+                state.etag = etag;
+                report.revision = body.revision;
             }
-            (self.progress)(i + 1, total);
+            report.reached = body.revision;
+            report.absorb(page_report);
+            state.last_pull_at = Some(now());
+            self.team.flush()?;
+            self.store.save(state)?;
+            // A page that brought nothing and claims more would loop for ever.
+            if !body.more || body.revision <= since {
+                break;
+            }
+            since = body.revision;
         }
-        self.commit_writes(state, &mut report, pending)?;
-        if !report.incomplete {
-            state.revision = body.revision;
-            state.etag = etag;
-            report.revision = body.revision;
-        }
-        state.last_pull_at = Some(now());
-        self.team.flush()?;
-        self.store.save(state)?;
         self.open_conflicts(state, &mut report);
         Ok(report)
     }
@@ -537,6 +604,9 @@ impl Engine<'_> {
             revision: state.revision,
             ..Report::default()
         };
+        // What was loaded: a state that ends up the same is not written again (a push with
+        // nothing to send costs no disk write, and one about to send no flush before it does).
+        let loaded = state.clone();
         self.team.clean_temp();
         let scan = self.team.scan()?;
         for (path, reason) in &scan.skipped {
@@ -663,7 +733,9 @@ impl Engine<'_> {
             self.save_and_report_open(state, &mut report)?;
             return Ok(report);
         }
-        self.save_and_report_open(state, &mut report)?;
+        // Refusals found above are kept before the request goes, should it never come back.
+        self.save_if_changed(state, &loaded)?;
+        self.open_conflicts(state, &mut report);
         let provenance = crate::provenance::for_push(self.repo, self.session_id.as_deref());
         let mut attempt = 0;
         while !changes.is_empty() {
@@ -767,9 +839,18 @@ impl Engine<'_> {
                 }
             }
         }
-        self.team.flush()?;
-        self.store.save(state)?;
+        self.save_if_changed(state, &loaded)?;
         Ok(report)
+    }
+
+    /// Flushes the team dir, and saves the state unless it is still `loaded` with no base copy
+    /// changed.
+    fn save_if_changed(&self, state: &State, loaded: &State) -> Result<(), SyncError> {
+        self.team.flush()?;
+        if state != loaded || self.store.has_unsaved_bases() {
+            self.store.save(state)?;
+        }
+        Ok(())
     }
 
     /// Scans every file of the batch; true (and the findings reported, the files marked refused

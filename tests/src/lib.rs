@@ -1158,3 +1158,66 @@ pub async fn live_paths(c: &Client, project: &str) -> Vec<String> {
         .map(|c| c["path"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// Starts `n` `memsync-server` processes on one database, at once, each with its own data
+/// directory (and so its own export directory): replicas that share nothing but PostgreSQL.
+pub fn start_replicas(db: &TestDb, n: usize, extra: &[&str]) -> Vec<Server> {
+    std::thread::scope(|s| {
+        let started: Vec<_> = (0..n)
+            .map(|_| s.spawn(|| Server::start_with(Some(db.url.clone()), None, extra)))
+            .collect();
+        started
+            .into_iter()
+            .map(|h| h.join().expect("a replica failed to start"))
+            .collect()
+    })
+}
+
+/// Whether process `pid` owns a TCP socket whose local port is `port` (Linux: the socket inodes
+/// of `/proc/net/tcp{,6}` against the links in `/proc/<pid>/fd`). With the `client_port` of
+/// `pg_stat_activity`, it tells which process a database session belongs to.
+pub fn owns_local_port(pid: u32, port: u16) -> bool {
+    let mut inodes = std::collections::HashSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() > 9
+                && let Some((_, p)) = f[1].rsplit_once(':')
+                && u16::from_str_radix(p, 16) == Ok(port)
+            {
+                inodes.insert(format!("socket:[{}]", f[9]));
+            }
+        }
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .ok()
+            .and_then(|l| l.to_str().map(|l| inodes.contains(l)))
+            .unwrap_or(false)
+    })
+}
+
+/// The value of the first `/metrics` line of `server` that starts with `line_prefix` (e.g.
+/// `"memsync_export_leader "`), None when there is none or the server does not answer.
+pub async fn metric_value(server: &Server, line_prefix: &str) -> Option<f64> {
+    let text = server
+        .client("")
+        .http
+        .get(format!("{}/metrics", server.url))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(line_prefix))
+        .and_then(|v| v.trim().parse().ok())
+}

@@ -21,7 +21,9 @@ use crate::Global;
 /// At most this many lines about stale memories, and about proposals, in a session's context.
 const NOTICE_LINES: usize = 10;
 
-pub fn install_hook(g: &Global, cwd: &Path, user: bool) -> Result<u8, Fail> {
+/// `watch`: Some(true) puts `--watch` on the SessionStart hook, Some(false) takes it off, None
+/// leaves it as it is.
+pub fn install_hook(g: &Global, cwd: &Path, user: bool, watch: Option<bool>) -> Result<u8, Fail> {
     let path = if user {
         memsync::claude::user_settings_path(&ProcessEnv)
             .ok_or_else(|| Fail::env("HOME is not set"))?
@@ -36,15 +38,40 @@ pub fn install_hook(g: &Global, cwd: &Path, user: bool) -> Result<u8, Fail> {
         .and_then(std::fs::canonicalize)
         .map_err(|e| Fail::env(format!("cannot tell where this memsync binary is: {e}")))?;
     let out = memsync::claude::install_hooks(&path, &exe).map_err(Fail::env)?;
+    let watch_changed = match watch {
+        Some(on) => memsync::claude::set_watch(&path, on).map_err(Fail::env)?,
+        None => false,
+    };
+    let watching = memsync::claude::installed_hooks(&path)
+        .map_err(Fail::env)?
+        .iter()
+        .any(|h| {
+            h.event == "SessionStart"
+                && h.command
+                    .split_whitespace()
+                    .any(|w| w == memsync::claude::WATCH_FLAG)
+        });
     if g.json {
         println!(
             "{}",
             json!({
-                "settings": out.path, "changed": out.changed, "added": out.added,
+                "settings": out.path, "changed": out.changed || watch_changed, "added": out.added,
                 "updated": out.updated, "upgraded": out.upgraded, "program": exe,
+                "watch": watching,
             })
         );
     } else if !g.quiet {
+        if watch_changed && watching {
+            println!(
+                "memsync's SessionStart hook in {} now starts `memsync watch` for each session (the SessionEnd hook stops it)",
+                out.path.display()
+            );
+        } else if watch_changed {
+            println!(
+                "memsync's SessionStart hook in {} no longer starts `memsync watch`",
+                out.path.display()
+            );
+        }
         if !out.added.is_empty() {
             println!(
                 "added memsync's {} hook(s) to {}",
@@ -69,7 +96,7 @@ pub fn install_hook(g: &Global, cwd: &Path, user: bool) -> Result<u8, Fail> {
                 memsync::claude::SESSION_END_ARGS
             );
         }
-        if !out.changed {
+        if !out.changed && !watch_changed {
             println!(
                 "memsync's hooks are already in {}, running {}",
                 out.path.display(),
@@ -116,15 +143,18 @@ fn hook_input() -> (memsync::hook::HookInput, PathBuf) {
 /// (with `--json`, the push's report); what went wrong goes to stderr, one line each, and the
 /// changes stay in the team dir for the next push.
 pub fn session_end(g: &Global, deadline: Duration) {
-    let started = Instant::now();
     let (input, cwd) = hook_input();
     let session_id = super::session_id(input.session_id.clone());
+    // The session's watcher first (it finishes a push under way), so the push below is the
+    // session's last word.
+    let watch = stop_watcher(g, &cwd, session_id.as_deref());
+    let started = Instant::now();
     match push_at_end(g, &cwd, deadline, started, session_id) {
         Ok(report) => {
             if g.json {
                 println!(
                     "{}",
-                    json!({ "pushed": true, "push": report, "proposed": report.proposed })
+                    json!({ "pushed": true, "push": report, "proposed": report.proposed, "watch_stopped": watch })
                 );
             }
             for line in end_problems(&report) {
@@ -133,13 +163,129 @@ pub fn session_end(g: &Global, deadline: Duration) {
         }
         Err(message) => {
             if g.json {
-                println!("{}", json!({ "pushed": false, "error": message }));
+                println!(
+                    "{}",
+                    json!({ "pushed": false, "error": message, "watch_stopped": watch })
+                );
             }
             eprintln!(
                 "memsync: team memory was not pushed at the end of this session: {message}; the changes stay in the team dir and go with the next `memsync push`"
             );
         }
     }
+}
+
+/// How long the SessionEnd hook lets the session's watcher finish before it kills it.
+const WATCH_STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Stops the `memsync watch` this session's start hook started for the team dir of `cwd`: the
+/// one whose pidfile names this session, or (no session id) this agent process. Its pid when
+/// one was stopped.
+fn stop_watcher(g: &Global, cwd: &Path, session_id: Option<&str>) -> Option<u32> {
+    let settings = super::settings_at(g, cwd).ok()?;
+    let agent = memsync::watch::agent_pid();
+    let ours = |info: &memsync::watch::WatchInfo| match (&info.session_id, session_id) {
+        (Some(theirs), Some(mine)) => theirs == mine,
+        _ => info.until_pid == Some(agent),
+    };
+    match memsync::watch::stop(&settings.state_dir, ours, WATCH_STOP_GRACE) {
+        memsync::watch::Stopped::Terminated(info) => Some(info.pid),
+        memsync::watch::Stopped::Killed(info) => {
+            eprintln!(
+                "memsync: the session's `memsync watch` (pid {}) did not stop within {WATCH_STOP_GRACE:?}; killed it (nothing is lost: what it had not recorded is pushed now)",
+                info.pid
+            );
+            Some(info.pid)
+        }
+        memsync::watch::Stopped::NotRunning | memsync::watch::Stopped::Other(_) => None,
+    }
+}
+
+/// Starts `memsync watch` for this session, detached: in its own process group, its output
+/// appended to `watch.log` in the project's state dir, bound to the agent process
+/// (`--until-pid`). A line for the session's context.
+fn start_watcher(g: &Global, cwd: &Path, session_id: Option<&str>) -> String {
+    match spawn_watcher(g, cwd, session_id) {
+        Ok((pid, team_dir, fresh)) => format!(
+            "memsync watch (pid {pid}{}) keeps {} live during this session: teammates' changes arrive as they push them, and changes saved there are pushed after 2 s without further edits.",
+            if fresh { "" } else { ", started earlier" },
+            team_dir.display()
+        ),
+        Err(e) => format!(
+            "memsync could not start `memsync watch` for this session ({e}); team memory is synced at session start and end only."
+        ),
+    }
+}
+
+/// (pid, team dir, whether it was started now).
+fn spawn_watcher(
+    g: &Global,
+    cwd: &Path,
+    session_id: Option<&str>,
+) -> Result<(u32, PathBuf, bool), String> {
+    use std::os::unix::process::CommandExt;
+    let settings = super::settings_at(g, cwd).map_err(|f| f.message)?;
+    super::require_project(&settings).map_err(|f| f.message)?;
+    let dir = &settings.state_dir;
+    if let Some(info) = memsync::watch::running(dir) {
+        return Ok((info.pid, settings.team_dir, false));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let log_path = dir.join(memsync::watch::LOG_FILE);
+    if std::fs::metadata(&log_path).is_ok_and(|m| m.len() > memsync::watch::LOG_ROTATE_BYTES) {
+        let _ = std::fs::rename(
+            &log_path,
+            dir.join(format!("{}.1", memsync::watch::LOG_FILE)),
+        );
+    }
+    let log = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot tell where memsync is: {e}"))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("watch")
+        .arg("--until-pid")
+        .arg(memsync::watch::agent_pid().to_string())
+        .arg("--timeout")
+        .arg(humantime::format_duration(g.timeout).to_string());
+    if let Some(id) = session_id {
+        cmd.arg("--session-id").arg(id);
+    }
+    for (flag, value) in [("--server", &g.server), ("--project", &g.project)] {
+        if let Some(v) = value {
+            cmd.arg(flag).arg(v);
+        }
+    }
+    for (flag, value) in [
+        ("--private-dir", &g.private_dir),
+        ("--team-dir", &g.team_dir),
+    ] {
+        if let Some(v) = value {
+            cmd.arg(flag).arg(v);
+        }
+    }
+    // A token given on the command line goes by the environment: never in a process list.
+    if let Some(token) = &g.token {
+        cmd.env("MEMSYNC_TOKEN", token);
+    }
+    cmd.current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        // Its own process group: a signal to the agent's group (Ctrl-C) is not its stop; the
+        // agent's exit (`--until-pid`) and the SessionEnd hook are.
+        .process_group(0);
+    // Not waited for: it outlives this hook by design, and init reaps it.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start memsync watch: {e}"))?;
+    Ok((child.id(), settings.team_dir, true))
 }
 
 fn push_at_end(
@@ -187,15 +333,20 @@ fn end_problems(r: &Report) -> Vec<String> {
 }
 
 /// The SessionStart hook never fails the session: every error becomes one line of context.
-pub fn session_start(g: &Global, deadline: Duration) {
+pub fn session_start(g: &Global, deadline: Duration, watch: bool) {
     let started = Instant::now();
-    let (_, cwd) = hook_input();
-    let context = match hook_context(g, &cwd, deadline, started) {
+    let (input, cwd) = hook_input();
+    let mut context = match hook_context(g, &cwd, deadline, started) {
         Ok(c) => c,
         Err(message) => {
             format!("memsync: team memory is not available in this session: {message}\n")
         }
     };
+    if watch {
+        let session_id = super::session_id(input.session_id.clone());
+        context.push_str(&start_watcher(g, &cwd, session_id.as_deref()));
+        context.push('\n');
+    }
     let out = memsync::hook::HookOutput::session_start(context);
     println!(
         "{}",

@@ -13,6 +13,7 @@ pub mod doctor;
 pub mod hook;
 pub mod review;
 pub mod sync;
+pub mod watch;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -211,6 +212,7 @@ impl Session {
             progress,
             repo: self.settings.repo.as_ref(),
             session_id: None,
+            page_size: memsync::sync::pull_page_size(),
         }
     }
 

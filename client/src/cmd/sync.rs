@@ -141,13 +141,18 @@ fn print_report(what: &str, r: &Report, team_dir: &Path) {
             );
         } else {
             println!(
-                "{}: pulled to revision {} into {}: {} updated, {} deleted, {} merged{listed}",
+                "{}: pulled to revision {} into {}: {} updated, {} deleted, {} merged{}{listed}",
                 r.project,
                 r.revision,
                 team_dir.display(),
                 r.updated.len(),
                 r.deleted.len(),
-                r.merged.len()
+                r.merged.len(),
+                if r.pages > 1 {
+                    format!(" (in {} pages)", r.pages)
+                } else {
+                    String::new()
+                }
             );
         }
     } else if r.blocked {

@@ -16,31 +16,129 @@
 //! older revision. On another replica the author asks with the new revision, which that bus
 //! either knows or has not heard of yet (then the database answers); only a client that has not
 //! written may there, for the milliseconds an announcement takes, be told it is up to date.
+//!
+//! **Waiting.** Long-polls and event streams wait on [`RevisionBus::subscribe`]: a `watch`
+//! channel per watched project holding its newest revision (never a queue: a slow reader sees
+//! only the newest value, so a waiter's memory is bounded), moved by announcements, by loads and
+//! by pulls that read the database. Review events (`memsync_review`, migration 10) go out on one
+//! bounded broadcast channel; a reader that falls behind is told it missed some.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use memsync_core::ProjectId;
 use sqlx::PgPool;
+use tokio::sync::{broadcast, watch};
 
-/// The channel the trigger announces on.
+/// The channel the revision trigger announces on.
 pub const CHANNEL: &str = "memsync_revision";
+/// The channel the proposals trigger announces on.
+pub const REVIEW_CHANNEL: &str = "memsync_review";
 /// How often the whole map is loaded again even when no connection was lost.
 const RESYNC: Duration = Duration::from_secs(30);
+/// Review events buffered for slow readers before they are told they missed some.
+const REVIEW_BACKLOG: usize = 256;
 
-#[derive(Default)]
+/// A proposal of `project` was made or decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewNote {
+    pub project: String,
+    pub proposal: String,
+    pub status: String,
+}
+
 struct Inner {
     revisions: RwLock<HashMap<String, i64>>,
     /// The map is current: loaded since the listener last connected, and the listener is up.
     synced: AtomicBool,
+    /// The newest revision of every project someone waits on.
+    watchers: Mutex<HashMap<String, watch::Sender<i64>>>,
+    reviews: broadcast::Sender<ReviewNote>,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner {
+            revisions: RwLock::default(),
+            synced: AtomicBool::new(false),
+            watchers: Mutex::default(),
+            reviews: broadcast::Sender::new(REVIEW_BACKLOG),
+        }
+    }
 }
 
 #[derive(Clone, Default)]
 pub struct RevisionBus(Arc<Inner>);
 
 impl RevisionBus {
+    /// Whether the bus is current (its listener is up and it has loaded since it connected).
+    /// While it is not, waiters must also ask the database now and then.
+    pub fn is_synced(&self) -> bool {
+        self.0.synced.load(Ordering::Acquire)
+    }
+
+    /// A receiver of the project's newest revision as this replica learns of it; its current
+    /// value is what the bus knew when subscribing (0 when nothing), marked as seen.
+    pub fn subscribe(&self, project: &ProjectId) -> watch::Receiver<i64> {
+        let start = self.known(project).unwrap_or(0);
+        let mut w = self.0.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        w.entry(project.as_str().to_owned())
+            .or_insert_with(|| watch::Sender::new(start))
+            .subscribe()
+    }
+
+    /// Review events of every project (the reader filters).
+    pub fn review_events(&self) -> broadcast::Receiver<ReviewNote> {
+        self.0.reviews.subscribe()
+    }
+
+    /// Projects someone waits on, now (for metrics and tests).
+    pub fn watched(&self) -> usize {
+        self.0
+            .watchers
+            .lock()
+            .map(|w| w.values().filter(|s| s.receiver_count() > 0).count())
+            .unwrap_or(0)
+    }
+
+    fn wake(&self, project: &str, revision: i64) {
+        let w = self.0.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = w.get(project) {
+            tx.send_if_modified(|r| {
+                let newer = revision > *r;
+                if newer {
+                    *r = revision;
+                }
+                newer
+            });
+        }
+    }
+
+    /// Drops the channels nobody waits on any more.
+    fn sweep(&self) {
+        if let Ok(mut w) = self.0.watchers.lock() {
+            w.retain(|_, tx| tx.receiver_count() > 0);
+        }
+    }
+
+    fn heard_review(&self, payload: &str) -> bool {
+        let mut parts = payload.split(' ');
+        let (Some(project), Some(proposal), Some(status), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        // No receiver is not an error: nobody watches.
+        let _ = self.0.reviews.send(ReviewNote {
+            project: project.to_owned(),
+            proposal: proposal.to_owned(),
+            status: status.to_owned(),
+        });
+        true
+    }
+
     /// The project's current revision, when this replica knows it for sure.
     pub fn known(&self, project: &ProjectId) -> Option<i64> {
         if !self.0.synced.load(Ordering::Acquire) {
@@ -91,14 +189,27 @@ impl RevisionBus {
             let known = m.entry(project.to_owned()).or_insert(revision);
             *known = (*known).max(revision);
         }
+        self.wake(project, revision);
     }
 
     /// Loads every project's revision, replacing what was known (a restored database may have
     /// gone back).
     async fn load(&self, pool: &PgPool) -> anyhow::Result<()> {
         let rows = crate::store::memories::all_revisions(pool).await?;
+        // Waiters hear of what was announced while the listener was down.
+        self.sweep();
+        let watched: Vec<(String, i64)> = {
+            let w = self.0.watchers.lock().unwrap_or_else(|e| e.into_inner());
+            rows.iter()
+                .filter(|(p, _)| w.contains_key(p))
+                .cloned()
+                .collect()
+        };
         if let Ok(mut m) = self.0.revisions.write() {
             *m = rows.into_iter().collect();
+        }
+        for (project, revision) in watched {
+            self.wake(&project, revision);
         }
         self.0.synced.store(true, Ordering::Release);
         Ok(())
@@ -118,7 +229,7 @@ impl RevisionBus {
                 me.unsynced();
                 match sqlx::postgres::PgListener::connect_with(&pool).await {
                     Ok(mut listener) => {
-                        if let Err(e) = listener.listen(CHANNEL).await {
+                        if let Err(e) = listener.listen_all([CHANNEL, REVIEW_CHANNEL]).await {
                             tracing::warn!(error = %e, "LISTEN for revisions failed");
                         } else if let Err(e) = me.load(&pool).await {
                             tracing::warn!(error = %e, "loading project revisions failed");
@@ -126,10 +237,16 @@ impl RevisionBus {
                             loop {
                                 match tokio::time::timeout(RESYNC, listener.recv()).await {
                                     Ok(Ok(n)) => {
-                                        if !me.heard(n.payload()) {
+                                        let understood = if n.channel() == REVIEW_CHANNEL {
+                                            me.heard_review(n.payload())
+                                        } else {
+                                            me.heard(n.payload())
+                                        };
+                                        if !understood {
                                             tracing::warn!(
                                                 payload = n.payload(),
-                                                "unreadable revision announcement"
+                                                channel = n.channel(),
+                                                "unreadable announcement"
                                             );
                                         }
                                     }
@@ -186,5 +303,50 @@ mod tests {
         assert!(!bus.heard("acme/api x"));
         bus.unsynced();
         assert_eq!(bus.known(&p), None);
+    }
+
+    #[tokio::test]
+    async fn waiters_see_the_newest_revision_only_and_idle_channels_are_swept() {
+        let bus = RevisionBus::default();
+        let p = ProjectId::new("acme", "api").unwrap();
+        let mut rx = bus.subscribe(&p);
+        assert_eq!(*rx.borrow(), 0);
+        assert!(bus.heard("acme/api 3"));
+        assert!(bus.heard("acme/api 4"));
+        assert!(
+            bus.heard("other/x 9"),
+            "another project's news wakes nobody here"
+        );
+        rx.changed().await.unwrap();
+        assert_eq!(*rx.borrow_and_update(), 4, "coalesced: the newest only");
+        bus.read(&p, 2);
+        assert!(!rx.has_changed().unwrap(), "an older read wakes nobody");
+        bus.read(&p, 5);
+        assert!(
+            rx.has_changed().unwrap(),
+            "a newer database read wakes waiters"
+        );
+        assert_eq!(bus.watched(), 1);
+        drop(rx);
+        assert_eq!(bus.watched(), 0);
+        bus.sweep();
+        assert!(bus.0.watchers.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn review_announcements_reach_subscribers() {
+        let bus = RevisionBus::default();
+        let mut rx = bus.review_events();
+        assert!(bus.heard_review("acme/api 12 pending"));
+        assert!(!bus.heard_review("acme/api 12"));
+        assert!(!bus.heard_review("acme/api 12 pending extra"));
+        assert_eq!(
+            rx.recv().await.unwrap(),
+            ReviewNote {
+                project: "acme/api".into(),
+                proposal: "12".into(),
+                status: "pending".into()
+            }
+        );
     }
 }

@@ -180,6 +180,33 @@ pub struct GlobalArgs {
     /// Time limit for one request.
     #[arg(long, global = true, env = "MEMSYNC_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub request_timeout: Duration,
+    /// Most files one pull answers (a page; the client asks again for the rest).
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_MAX_PULL_FILES",
+        default_value_t = 1_000
+    )]
+    pub max_pull_files: usize,
+    /// How often an event stream with nothing to say sends a heartbeat comment.
+    #[arg(long, global = true, env = "MEMSYNC_EVENTS_HEARTBEAT", default_value = "15s", value_parser = humantime::parse_duration)]
+    pub events_heartbeat: Duration,
+    /// Most long-polls and event streams one token may hold open at once.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_MAX_STREAMS_PER_TOKEN",
+        default_value_t = 16
+    )]
+    pub max_streams_per_token: usize,
+    /// Most long-polls and event streams this server holds open at once.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_MAX_STREAMS",
+        default_value_t = 10_000
+    )]
+    pub max_streams: usize,
     /// Time a connection has to send a request's headers, counted from when it opens or
     /// finishes its previous request (so it is also the keep-alive idle limit); a connection
     /// that misses it is closed.
@@ -211,7 +238,7 @@ pub struct GlobalArgs {
     )]
     pub db_restart_attempts: u32,
     /// Where the git export keeps one bare repository per project, `<team>/<name>.git`
-    /// [default: <data-dir>/git]. Replicas must share it.
+    /// [default: <data-dir>/git]. Replicas may share it or each have their own.
     #[arg(long, global = true, env = "MEMSYNC_EXPORT_DIR")]
     pub export_dir: Option<PathBuf>,
     /// How often the git exporter looks for unexported revisions when no notification came.
@@ -294,6 +321,7 @@ pub struct Config {
     pub max_body_bytes: usize,
     pub max_changes_per_push: usize,
     pub request_timeout: Duration,
+    pub live: crate::live::LiveLimits,
     pub connections: ConnectionLimits,
     pub db_pool_size: u32,
     pub db_restart_attempts: u32,
@@ -332,6 +360,12 @@ impl Config {
             max_body_bytes: g.max_body_bytes,
             max_changes_per_push: g.max_changes_per_push,
             request_timeout: g.request_timeout,
+            live: crate::live::LiveLimits {
+                max_pull_files: g.max_pull_files.max(1),
+                heartbeat: g.events_heartbeat.max(Duration::from_millis(100)),
+                per_token: g.max_streams_per_token.max(1),
+                total: g.max_streams.max(1),
+            },
             connections: ConnectionLimits {
                 // Zero would close every connection before its first byte.
                 header_read_timeout: g.header_read_timeout.max(Duration::from_millis(100)),

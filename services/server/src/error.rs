@@ -38,6 +38,9 @@ pub enum ApiError {
     Timeout(String),
     #[error("{message}")]
     Unavailable { message: String },
+    /// A per-caller cap was reached (429, with `Retry-After`).
+    #[error("{message}")]
+    TooMany { code: &'static str, message: String },
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -63,6 +66,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -74,7 +78,8 @@ impl ApiError {
             ApiError::NotFound(_) => "not_found",
             ApiError::BadRequest { code, .. }
             | ApiError::Unprocessable { code, .. }
-            | ApiError::Gone { code, .. } => code,
+            | ApiError::Gone { code, .. }
+            | ApiError::TooMany { code, .. } => code,
             ApiError::Conflict { .. } => "conflict",
             ApiError::FeedbackConflict { .. } => "feedback_conflict",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
@@ -175,6 +180,10 @@ impl IntoResponse for ApiError {
         if matches!(self, ApiError::Unavailable { .. }) {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+        }
+        if matches!(self, ApiError::TooMany { .. }) {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         }
         resp
     }

@@ -18,6 +18,7 @@ pub mod error;
 pub mod export;
 pub mod http;
 pub mod idempotent;
+pub mod live;
 pub mod remote;
 pub mod rescan;
 pub mod review;

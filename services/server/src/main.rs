@@ -117,8 +117,10 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         max_body_bytes: cfg.max_body_bytes,
         db_health,
         bus,
+        live: memsync_server::live::Live::new(cfg.live),
         console,
     };
+    let live = state.live.clone();
     let app = http::router(state, cfg.request_timeout);
     let listener = match http::serve::bind(cfg.listen) {
         Ok(l) => l,
@@ -143,6 +145,8 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     let serve = http::serve::serve(listener, app, cfg.connections, async move {
         shutdown_signal().await;
         tracing::info!("shutdown requested; finishing requests in flight");
+        // Long-polls answer and event streams end now, rather than hold the shutdown.
+        live.close();
         let _ = stopping_tx.send(());
     });
     let deadline = async move {

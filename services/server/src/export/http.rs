@@ -3,6 +3,10 @@
 //! and `git-upload-pack` are routed to it, and `http.receivepack` and `http.getanyfile` are off,
 //! so pushes and the dumb protocol are refused even if a request got past the router.
 //!
+//! Only a copy known to be current and free of purged content is served (see
+//! [`super::current`]); otherwise the answer is 503 `unavailable` with `Retry-After`, whose message
+//! says to clone from the mirror or retry (plain text for git, which prints it; JSON otherwise).
+//!
 //! Git sends the token as the HTTP basic password (any user name; a token given as the user
 //! name alone works too), or as `Authorization: Bearer`. Without credentials the answer is 401
 //! with a `Basic` challenge, so git asks for them; another team's project is 404, like
@@ -112,6 +116,48 @@ pub async fn upload_pack(
     backend(project, "POST", SERVICE, headers, Some(body)).await
 }
 
+/// Seconds a refused clone is told to wait.
+const RETRY_AFTER_SECS: &str = "2";
+
+/// Whether the request comes from git (or a git library), which shows an error's body to its
+/// user only when it is `text/plain` (each line after `remote: `).
+fn from_git(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ua| {
+            let ua = ua.trim_start().to_ascii_lowercase();
+            ua.starts_with("git/") || ua.starts_with("jgit/")
+        })
+}
+
+/// Marks an error answer whose plain-text body is meant for git (which shows nothing else): the
+/// router's JSON error shaping leaves it as it is.
+#[derive(Debug, Clone, Copy)]
+pub struct PlainTextForGit;
+
+/// 503 `unavailable` with `Retry-After`: this process's copy is not served. git gets the message
+/// as plain text, which it prints; everyone else the usual JSON error.
+fn refuse(headers: &HeaderMap, message: String) -> Response {
+    tracing::info!(reason = %message, "refused a clone of a git export that is not known to be current");
+    if !from_git(headers) {
+        return ApiError::Unavailable { message }.into_response();
+    }
+    let mut resp = (StatusCode::SERVICE_UNAVAILABLE, format!("{message}\n")).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(
+        header::RETRY_AFTER,
+        HeaderValue::from_static(RETRY_AFTER_SECS),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp.extensions_mut().insert(PlainTextForGit);
+    resp
+}
+
 fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get(name)
@@ -132,10 +178,8 @@ async fn backend(
             "this process does not serve the git export".into(),
         ));
     };
-    if !ex.repo_path(project).join("HEAD").is_file() {
-        return Err(ApiError::NotFound(format!(
-            "{project} has no git export yet (it is written within seconds of the first push)"
-        )));
+    if let Err(stale) = super::current::check(ex, project).await? {
+        return Ok(refuse(headers, stale.message(project)));
     }
     let mut cmd = tokio::process::Command::new("git");
     cmd.arg("http-backend")

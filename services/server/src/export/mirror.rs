@@ -1,10 +1,13 @@
 //! Pushes exported repositories to a configured mirror with `git push --mirror`: in a task of its
 //! own, one push at a time, each time-limited, a failing project retried with exponential
-//! backoff (5 s doubling up to an hour) without holding up the others.
+//! backoff (5 s doubling up to an hour) without holding up the others. Only while this process
+//! runs the export: one that lost the export lock drops what it had queued, since its copy may be
+//! older than the mirror's and the new exporter pushes every repository once it has caught up.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -35,7 +38,13 @@ fn backoff(failures: u32) -> Duration {
 }
 
 impl Mirror {
-    pub fn spawn(pool: PgPool, cfg: MirrorConfig, dir: PathBuf, stats: Arc<Stats>) -> Mirror {
+    pub fn spawn(
+        pool: PgPool,
+        cfg: MirrorConfig,
+        dir: PathBuf,
+        stats: Arc<Stats>,
+        leader: Arc<AtomicBool>,
+    ) -> Mirror {
         let (tx, mut rx) = mpsc::unbounded_channel::<ProjectId>();
         tokio::spawn(async move {
             let mut due: BTreeMap<ProjectId, Retry> = BTreeMap::new();
@@ -73,6 +82,10 @@ impl Mirror {
                 for p in ready {
                     if pool.is_closed() {
                         return;
+                    }
+                    if !leader.load(Ordering::Relaxed) {
+                        due.remove(&p);
+                        continue;
                     }
                     match push(&pool, &cfg, &dir, &p).await {
                         Ok(()) => {

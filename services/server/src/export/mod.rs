@@ -7,19 +7,25 @@
 //! enters a tree.
 //!
 //! **Feeding it.** A trigger on `revisions` writes an `export_outbox` row in the transaction that
-//! records the revision and notifies `memsync_export`. A background exporter in every `serve`
-//! process wakes on the notification (or every `--export-interval`), and exports while holding
-//! the Postgres advisory lock (`pg_try_advisory_lock`, on a connection of its own), so one
-//! process at a time writes to the export directory, however many replicas share it. Per project
-//! it reads the newest exported revision from the repository itself (the trailer of the branch
-//! head), appends the revisions after it up to the newest pending one, read from `revisions` and
-//! `memory_versions`, and only then deletes the outbox rows. A crash between a commit and the
-//! delete leaves rows for revisions the repository already has: they are skipped, never
-//! committed twice; a crash before the commit leaves the rows, so nothing is skipped. Because the
-//! commits come from the revisions table and not from the rows, a repository that lost commits
-//! (or was deleted) is completed from Postgres: at start-up the exporter compares every project's
-//! repository with its revision and catches up (or rebuilds one that is ahead of the database,
-//! e.g. after a restore). Commits are deterministic: the same revisions give the same commit ids.
+//! records the revision and notifies `memsync_export`. One `serve` process at a time runs the
+//! export: the one holding the Postgres advisory lock (`pg_try_advisory_lock`, on a connection of
+//! its own, held for as long as that session lives). Every other process tries to take the lock
+//! when notified and every `--export-interval`, so when the exporting process dies (its session
+//! ends with it) another one takes over within that time. A process that takes the lock first
+//! compares every project's repository in its own `--export-dir` with Postgres and catches it up:
+//! its repositories may be missing, stale, or written before a purge (they are then rebuilt),
+//! since replicas need not share a disk. Only then does it push every repository to the mirror.
+//! Per project it reads the newest exported revision from the repository itself (the trailer of
+//! the branch head), appends the revisions after it up to the newest pending one, read from
+//! `revisions` and `memory_versions`, and only then deletes the outbox rows. A crash between a
+//! commit and the delete leaves rows for revisions the repository already has: they are skipped,
+//! never committed twice; a crash before the commit leaves the rows, so nothing is skipped.
+//! Because the commits come from the revisions table and not from the rows, a repository that
+//! lost commits (or was deleted) is completed from Postgres, and one that is ahead of the
+//! database (e.g. after a restore) is rebuilt. Commits are deterministic: the same revisions give
+//! the same commit ids, so a repository rebuilt on another replica continues the mirror's history
+//! (a fast-forward). The exporter holds no pooled connection (its LISTEN and its lock have
+//! connections of their own) and no lock a push waits on.
 //!
 //! **Rebuilds and purges.** `memsync-server export rebuild [--project P]` and every purge rewrite
 //! a repository from Postgres: it is built from scratch in a scratch directory and swapped in
@@ -29,25 +35,28 @@
 //! trade-off: every commit from the first purged version on gets a new id, so clones made before
 //! a purge no longer share history with the export (re-clone), and a mirror is force-updated.
 //!
-//! **Mirror.** With `--mirror-url-template`, every exported or rewritten repository is pushed with
-//! `git push --mirror` in a task of its own (retried with exponential backoff, each push time-
-//! limited); a slow or failing mirror never delays pushes to memsync or the export. A rewrite
-//! stays in `export_rebuilds` until the mirror has it. A hosting service may keep objects a
-//! force-push made unreachable (GitHub keeps them until support runs a GC): purge there too.
+//! **Mirror.** With `--mirror-url-template`, the exporting process pushes every exported or
+//! rewritten repository with `git push --mirror` in a task of its own (retried with exponential
+//! backoff, each push time-limited); a slow or failing mirror never delays pushes to memsync or
+//! the export. A process that is not (or no longer) the exporter never pushes, so the mirror only
+//! ever receives the newest history. A rewrite stays in `export_rebuilds` until the mirror has it.
+//! A hosting service may keep objects a force-push made unreachable (GitHub keeps them until
+//! support runs a GC): purge there too.
 //!
 //! **Clones.** `git clone http://host/git/<team>/<name>.git` with a token as the HTTP password
-//! (or `Authorization: Bearer`), served read-only by `git http-backend` (see [`http`]).
-//!
-//! Replicas must share the export directory (a shared volume), since any of them may export and
-//! clones are served from it.
+//! (or `Authorization: Bearer`), served read-only by `git http-backend` (see [`http`]) from the
+//! process's own export directory, and only from a copy known to be current and free of purged
+//! content (see [`current`]): on replicas that do not share the exporter's directory that is
+//! rarely the case, and they answer 503 pointing at the mirror (docs/operations.md).
 
+mod current;
 pub mod http;
 mod mirror;
 pub mod repo;
 mod worker;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -129,6 +138,16 @@ pub struct Exporter {
     cfg: ExportConfig,
     stats: Arc<Stats>,
     mirror: Option<mirror::Mirror>,
+    /// This process holds the export lock: it writes the repositories and pushes the mirror.
+    leader: Arc<AtomicBool>,
+    /// Since taking the export lock, this process has compared every repository with the
+    /// database and caught it up: its copies are current or catching up.
+    caught_up: AtomicBool,
+    /// The database the clone checks read (the project's revision, pending rewrites, purges).
+    pool: PgPool,
+    purge_checks: current::PurgeChecks,
+    /// Wakes this process's exporter at once (a purge waiting for its rewrite).
+    wake: tokio::sync::Notify,
 }
 
 impl Exporter {
@@ -138,6 +157,17 @@ impl Exporter {
 
     pub fn dir(&self) -> &Path {
         &self.cfg.dir
+    }
+
+    /// Whether this process runs the export now (it holds the export lock).
+    pub fn is_leader(&self) -> bool {
+        self.leader.load(Ordering::Relaxed)
+    }
+
+    /// Whether this process runs the export and has caught its repositories up since it took
+    /// the export lock.
+    fn is_caught_up(&self) -> bool {
+        self.caught_up.load(Ordering::Relaxed)
     }
 }
 
@@ -156,20 +186,31 @@ pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Arc<Exporter>> {
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("creating the export directory {}", cfg.dir.display()))?;
     let stats = Arc::new(Stats::default());
-    let mirror = cfg
-        .mirror
-        .clone()
-        .map(|m| mirror::Mirror::spawn(pool.clone(), m, cfg.dir.clone(), stats.clone()));
-    let ex = Arc::new(Exporter { cfg, stats, mirror });
+    let leader = Arc::new(AtomicBool::new(false));
+    let mirror = cfg.mirror.clone().map(|m| {
+        mirror::Mirror::spawn(
+            pool.clone(),
+            m,
+            cfg.dir.clone(),
+            stats.clone(),
+            leader.clone(),
+        )
+    });
+    let ex = Arc::new(Exporter {
+        cfg,
+        stats,
+        mirror,
+        leader,
+        caught_up: AtomicBool::new(false),
+        pool: pool.clone(),
+        purge_checks: current::PurgeChecks::default(),
+        wake: tokio::sync::Notify::new(),
+    });
     if EXPORTER.set(ex.clone()).is_err() {
         bail!("the export is already running");
     }
-    if let Some(m) = &ex.mirror {
-        // A push lost to a crash or a restart is made now.
-        for p in repo::list(&ex.cfg.dir) {
-            m.push_soon(p);
-        }
-    }
+    // Pushes lost to a crash or a restart are made by whichever process takes the export lock,
+    // once it has caught its repositories up.
     if ex.cfg.paused {
         tracing::info!("the git exporter is paused in this process (--export-paused)");
     } else {
@@ -177,6 +218,11 @@ pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Arc<Exporter>> {
     }
     Ok(ex)
 }
+
+/// How long a purge waits for the export's rewrite before answering that it did not finish.
+const REWRITE_WAIT: Duration = Duration::from_secs(20);
+/// How long `export rebuild` waits for a running exporter to rewrite what it asked for.
+const REBUILD_WAIT: Duration = Duration::from_secs(600);
 
 /// Records, in the purge's transaction, that the project's repository must be rewritten.
 pub async fn request_rebuild(conn: &mut PgConnection, project: &ProjectId) -> sqlx::Result<()> {
@@ -195,13 +241,31 @@ pub async fn rewrite_after_purge(pool: &PgPool, project: &ProjectId) -> ApiResul
     let task = tokio::spawn({
         let (pool, ex, project) = (pool.clone(), ex.clone(), project.clone());
         async move {
+            let deadline = tokio::time::Instant::now() + REWRITE_WAIT;
             let mut conn = outbox::connect(&pool).await?;
-            outbox::lock(&mut conn, 20_000).await?;
-            let r = worker::rebuild_requested(&pool, &ex, Some(&project)).await;
-            if outbox::unlock(&mut conn).await.is_err() {
-                drop(conn); // closing the session frees the lock
+            // The process that runs the export (this one or another replica) does the rewrite,
+            // rebuild requests first in its next pass; the commit of the purge woke it, and so do
+            // these. When no process runs it, this one does it itself.
+            outbox::notify(&pool, &project).await?;
+            loop {
+                if outbox::try_lock(&mut conn).await? {
+                    let r = worker::rebuild_requested(&pool, &ex, Some(&project)).await;
+                    if outbox::unlock(&mut conn).await.is_err() {
+                        drop(conn); // closing the session frees the lock
+                    }
+                    return r;
+                }
+                ex.wake.notify_one();
+                if outbox::rebuild_done(&pool, &project).await? {
+                    return Ok(());
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    bail!(
+                        "the process that runs the git export did not rewrite {project} within {REWRITE_WAIT:?}"
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
             }
-            r
         }
     });
     match task.await {
@@ -235,6 +299,11 @@ pub async fn rebuild(
         cfg,
         stats: Arc::default(),
         mirror: None,
+        leader: Arc::new(AtomicBool::new(false)),
+        caught_up: AtomicBool::new(false),
+        pool: pool.clone(),
+        purge_checks: current::PurgeChecks::default(),
+        wake: tokio::sync::Notify::new(),
     });
     let projects = if projects.is_empty() {
         outbox::projects(pool)
@@ -252,8 +321,7 @@ pub async fn rebuild(
     };
     let mut conn = outbox::connect(pool).await?;
     if !outbox::try_lock(&mut conn).await? {
-        eprintln!("memsync-server: waiting for the running exporter to finish its pass");
-        outbox::lock(&mut conn, 600_000).await?;
+        return rebuild_by_the_exporter(pool, &projects).await;
     }
     let mut result = Ok(());
     for p in &projects {
@@ -288,6 +356,49 @@ pub async fn rebuild(
         }
     }
     result
+}
+
+/// `export rebuild` while a server runs the export (it holds the lock, and the repositories that
+/// matter are in its export directory, which need not be this host's): records the requests,
+/// wakes it, and waits until it has rewritten each one. It also updates the mirror.
+async fn rebuild_by_the_exporter(pool: &PgPool, projects: &[ProjectId]) -> anyhow::Result<()> {
+    eprintln!(
+        "memsync-server: a running server exports to git (it holds the export lock); it rebuilds the repositories in its export directory and updates the mirror"
+    );
+    for p in projects {
+        let mut tx = pool.begin().await?;
+        outbox::request_rebuild(&mut tx, p).await?;
+        tx.commit().await?;
+        outbox::notify(pool, p).await?;
+    }
+    let deadline = tokio::time::Instant::now() + REBUILD_WAIT;
+    let mut waiting: Vec<&ProjectId> = projects.iter().collect();
+    while !waiting.is_empty() {
+        let mut left = Vec::new();
+        for p in waiting {
+            if outbox::rebuild_done(pool, p).await? {
+                eprintln!("memsync-server: {p} rebuilt by the running exporter");
+            } else {
+                left.push(p);
+            }
+        }
+        waiting = left;
+        if waiting.is_empty() {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!(
+                "the running exporter did not rebuild {} within {REBUILD_WAIT:?}; it retries (memsync_export_pending_rebuilds), see its log",
+                waiting
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
 }
 
 /// `git`, without the server's secrets in its environment, killed if its caller gives up.
@@ -350,6 +461,12 @@ pub async fn metrics(pool: &PgPool) -> String {
         Err(e) => tracing::warn!(error = %e, "reading the export lag failed"),
     }
     if let Some(ex) = installed() {
+        let name = "memsync_export_leader";
+        let _ = writeln!(
+            out,
+            "# HELP {name} 1 when this process runs the git export (it holds the export lock), else 0.\n# TYPE {name} gauge\n{name} {}",
+            u8::from(ex.is_leader())
+        );
         let s = &ex.stats;
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let counters = [

@@ -153,6 +153,19 @@ pub fn exported_revision(path: &Path, project: &ProjectId) -> anyhow::Result<i64
     commit_revision(&head, project)
 }
 
+/// The branch head of the repository at `path`: its commit id and the revision its trailer
+/// carries. Reads the branch and one commit, nothing else. None when there is no repository or
+/// no commit.
+pub fn head(path: &Path, project: &ProjectId) -> anyhow::Result<Option<(Oid, i64)>> {
+    let Some(repo) = open(path)? else {
+        return Ok(None);
+    };
+    let Some(head) = head_commit(&repo)? else {
+        return Ok(None);
+    };
+    Ok(Some((head.id(), commit_revision(&head, project)?)))
+}
+
 fn commit_revision(commit: &Commit<'_>, project: &ProjectId) -> anyhow::Result<i64> {
     let message = String::from_utf8_lossy(commit.message_bytes());
     if trailer(&message, PROJECT_TRAILER) != Some(project.as_str()) {
@@ -169,6 +182,65 @@ fn commit_revision(commit: &Commit<'_>, project: &ProjectId) -> anyhow::Result<i
                 commit.id()
             )
         })
+}
+
+/// Whether the commit of any of `purged` (revision, path; newest first) still has that path: the
+/// repository was written before the content was purged (on a replica that has not rewritten it
+/// since), so it must be rebuilt rather than continued. A rewritten repository never has a purged
+/// path in the commit of its revision.
+pub fn holds_purged(
+    path: &Path,
+    project: &ProjectId,
+    purged: &[(i64, String)],
+) -> anyhow::Result<bool> {
+    let Some(repo) = open(path)? else {
+        return Ok(false);
+    };
+    let head = head_commit(&repo)?;
+    holds_purged_below(head, project, purged)
+}
+
+/// [`holds_purged`] for the history of commit `head` (a branch head read earlier): a clone is
+/// served from the head that was checked, or refused when the repository no longer has it.
+pub fn holds_purged_from(
+    path: &Path,
+    project: &ProjectId,
+    head: Oid,
+    purged: &[(i64, String)],
+) -> anyhow::Result<bool> {
+    let Some(repo) = open(path)? else {
+        bail!("{} is gone", path.display());
+    };
+    let head = repo
+        .find_commit(head)
+        .with_context(|| format!("commit {head} is no longer in {}", path.display()))?;
+    holds_purged_below(Some(head), project, purged)
+}
+
+fn holds_purged_below(
+    mut commit: Option<Commit<'_>>,
+    project: &ProjectId,
+    purged: &[(i64, String)],
+) -> anyhow::Result<bool> {
+    for (revision, file) in purged {
+        loop {
+            let Some(c) = &commit else {
+                return Ok(false);
+            };
+            if commit_revision(c, project)? <= *revision {
+                break;
+            }
+            commit = c.parents().next();
+        }
+        let Some(c) = &commit else {
+            return Ok(false);
+        };
+        if commit_revision(c, project)? == *revision && c.tree()?.get_path(Path::new(file)).is_ok()
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Appends one commit per revision to the repository at `path` (created if missing). The
@@ -627,6 +699,50 @@ mod tests {
         assert_eq!(head.time().seconds(), 1_700_000_002);
         let other = ProjectId::new("acme", "web").expect("project");
         assert!(exported_revision(&p, &other).is_err());
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
+    #[test]
+    fn a_repository_written_before_a_purge_is_found() {
+        let tmp = tempfile_dir();
+        let project = ProjectId::new("acme", "api").expect("project");
+        let text = |s: &str| Content::Text(s.to_owned());
+        let history = |purged: bool| {
+            vec![
+                rev(1, "ann", vec![("keep.md", text("k"))]),
+                rev(
+                    2,
+                    "ann",
+                    vec![(
+                        "leak.md",
+                        if purged {
+                            Content::Purged
+                        } else {
+                            text("secret")
+                        },
+                    )],
+                ),
+                rev(3, "ann", vec![("keep.md", text("k2"))]),
+            ]
+        };
+        let old = tmp.join("old.git");
+        let new = tmp.join("new.git");
+        append(&old, &project, &history(false)).expect("old");
+        append(&new, &project, &history(true)).expect("new");
+        let purged = vec![(2, "leak.md".to_owned())];
+        assert!(holds_purged(&old, &project, &purged).expect("old"));
+        assert!(!holds_purged(&new, &project, &purged).expect("new"));
+        // A repository behind the purged revision holds nothing of it; none holds nothing.
+        assert!(!holds_purged(&old, &project, &[(4, "leak.md".to_owned())]).expect("ahead"));
+        assert!(!holds_purged(&tmp.join("none.git"), &project, &purged).expect("none"));
+        // From a head read earlier: the same answers, and the head is what is looked at.
+        let (old_head, old_rev) = head(&old, &project).expect("head").expect("some");
+        assert_eq!(old_rev, 3);
+        assert!(holds_purged_from(&old, &project, old_head, &purged).expect("old"));
+        let (new_head, _) = head(&new, &project).expect("head").expect("some");
+        assert!(!holds_purged_from(&new, &project, new_head, &purged).expect("new"));
+        assert!(holds_purged_from(&new, &project, old_head, &purged).is_err());
+        assert_eq!(head(&tmp.join("none.git"), &project).expect("none"), None);
         let _ = std::fs::remove_dir_all(&tmp);
     }
 

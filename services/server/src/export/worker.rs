@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use anyhow::{Context, bail};
 use memsync_core::ProjectId;
-use sqlx::postgres::PgListener;
+use sqlx::postgres::{PgListener, PgPoolOptions};
 use sqlx::{PgConnection, PgPool};
 
 use super::{Exporter, bump, repo};
@@ -19,9 +20,10 @@ const BATCH_BYTES: i64 = 32 * 1024 * 1024;
 
 pub fn spawn(pool: PgPool, ex: Arc<Exporter>) {
     tokio::spawn(async move {
+        // The connection the export lock is tried on, and held on while this process leads.
         let mut lock_conn: Option<PgConnection> = None;
         let mut listener: Option<PgListener> = None;
-        // The first pass with the lock also compares every repository with its project.
+        // Since taking the lock, a pass has compared every repository with its project.
         let mut reconciled = false;
         loop {
             if pool.is_closed() {
@@ -30,8 +32,8 @@ pub fn spawn(pool: PgPool, ex: Arc<Exporter>) {
             if listener.is_none() {
                 listener = listen(&pool).await;
             }
-            match run_pass(&pool, &ex, &mut lock_conn, !reconciled).await {
-                Ok(ran) => reconciled |= ran,
+            match step(&pool, &ex, &mut lock_conn, &mut reconciled).await {
+                Ok(()) => {}
                 Err(e) => {
                     if pool.is_closed() {
                         return;
@@ -40,28 +42,45 @@ pub fn spawn(pool: PgPool, ex: Arc<Exporter>) {
                     tracing::warn!(error = format!("{e:#}"), "git export pass failed; retrying");
                 }
             }
-            match listener.as_mut() {
-                Some(l) => match tokio::time::timeout(ex.cfg.interval, l.recv()).await {
-                    Ok(Ok(_)) => {
-                        // One pass covers every notification that arrived meanwhile.
-                        while l.next_buffered().is_some() {}
-                    }
-                    Ok(Err(e)) => {
-                        if !pool.is_closed() {
-                            tracing::warn!(error = %e, "export listener lost its connection");
+            let woke = match listener.as_mut() {
+                Some(l) => tokio::select! {
+                    r = tokio::time::timeout(ex.cfg.interval, l.recv()) => match r {
+                        Ok(Ok(_)) => {
+                            // One pass covers every notification that arrived meanwhile.
+                            while l.next_buffered().is_some() {}
+                            Ok(())
                         }
-                        listener = None;
-                    }
-                    Err(_) => {}
+                        Ok(Err(e)) => Err(e),
+                        Err(_) => Ok(()),
+                    },
+                    () = ex.wake.notified() => Ok(()),
                 },
-                None => tokio::time::sleep(ex.cfg.interval).await,
+                None => {
+                    tokio::select! {
+                        () = tokio::time::sleep(ex.cfg.interval) => {}
+                        () = ex.wake.notified() => {}
+                    }
+                    Ok(())
+                }
+            };
+            if let Err(e) = woke {
+                if !pool.is_closed() {
+                    tracing::warn!(error = %e, "export listener lost its connection");
+                }
+                listener = None;
             }
         }
     });
 }
 
+/// LISTEN on a connection of its own: `PgListener::connect_with` keeps one of its pool's
+/// connections for as long as it lives, which must not be one the requests need.
 async fn listen(pool: &PgPool) -> Option<PgListener> {
-    let mut l = match PgListener::connect_with(pool).await {
+    let own = PgPoolOptions::new()
+        .max_connections(1)
+        .min_connections(0)
+        .connect_lazy_with((*pool.connect_options()).clone());
+    let mut l = match PgListener::connect_with(&own).await {
         Ok(l) => l,
         Err(e) => {
             if !pool.is_closed() {
@@ -79,33 +98,61 @@ async fn listen(pool: &PgPool) -> Option<PgListener> {
     }
 }
 
-/// One pass if this process gets the lock; Ok(false) when another process holds it.
-async fn run_pass(
+/// Takes the export lock if nobody holds it (or checks this process still does), and runs a
+/// pass while holding it. The lock is kept between passes: this process is the exporter until
+/// it stops or its lock connection is lost, and another replica takes over then.
+async fn step(
     pool: &PgPool,
     ex: &Exporter,
     lock_conn: &mut Option<PgConnection>,
-    reconcile: bool,
-) -> anyhow::Result<bool> {
+    reconciled: &mut bool,
+) -> anyhow::Result<()> {
+    let lost = |lock_conn: &mut Option<PgConnection>, reconciled: &mut bool| {
+        *lock_conn = None; // closing the session frees the lock, if it still had it
+        *reconciled = false;
+        ex.caught_up.store(false, Ordering::Relaxed);
+        if ex.leader.swap(false, Ordering::Relaxed) {
+            tracing::warn!(
+                "this process no longer runs the git export (its lock connection failed); another replica takes over"
+            );
+        }
+    };
     let conn = match lock_conn {
         Some(c) => c,
         None => lock_conn.insert(outbox::connect(pool).await?),
     };
-    match outbox::try_lock(conn).await {
-        Ok(true) => {}
-        Ok(false) => return Ok(false),
-        Err(e) => {
-            *lock_conn = None;
+    if ex.is_leader() {
+        if let Err(e) = outbox::ping(conn).await {
+            lost(lock_conn, reconciled);
             return Err(e.into());
         }
+    } else {
+        match outbox::try_lock(conn).await {
+            Ok(true) => {
+                ex.leader.store(true, Ordering::Relaxed);
+                tracing::info!(
+                    "this process now runs the git export (it holds the export lock); catching up its repositories"
+                );
+            }
+            Ok(false) => return Ok(()),
+            Err(e) => {
+                lost(lock_conn, reconciled);
+                return Err(e.into());
+            }
+        }
     }
-    let r = pass(pool, ex, reconcile).await;
-    if let Some(c) = lock_conn.as_mut()
-        && outbox::unlock(c).await.is_err()
-    {
-        // Closing the session frees the lock.
-        *lock_conn = None;
+    pass(pool, ex, !*reconciled).await?;
+    if !*reconciled {
+        *reconciled = true;
+        ex.caught_up.store(true, Ordering::Relaxed);
+        if let Some(m) = &ex.mirror {
+            // The mirror gets what the previous exporter may not have pushed.
+            for p in repo::list(&ex.cfg.dir) {
+                m.push_soon(p);
+            }
+        }
     }
-    r.map(|()| true)
+    Ok(())
 }
 
 /// Rebuild requests first (a purge waits on them), then the outbox, longest waiting first.
@@ -121,7 +168,7 @@ async fn pass(pool: &PgPool, ex: &Exporter, reconcile: bool) -> anyhow::Result<(
         outbox::pending(pool).await?
     };
     for (project, upto) in work {
-        if let Err(e) = export_project(pool, ex, &project, upto).await {
+        if let Err(e) = export_project(pool, ex, &project, upto, reconcile).await {
             bump(&ex.stats.failures, 1);
             tracing::warn!(%project, error = format!("{e:#}"), "exporting to git failed");
         }
@@ -129,7 +176,7 @@ async fn pass(pool: &PgPool, ex: &Exporter, reconcile: bool) -> anyhow::Result<(
     if reconcile {
         // Rows of projects the reconciliation did not see (pushed meanwhile).
         for (project, upto) in outbox::pending(pool).await? {
-            if let Err(e) = export_project(pool, ex, &project, upto).await {
+            if let Err(e) = export_project(pool, ex, &project, upto, false).await {
                 bump(&ex.stats.failures, 1);
                 tracing::warn!(%project, error = format!("{e:#}"), "exporting to git failed");
             }
@@ -147,18 +194,37 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// Brings the project's repository up to revision `upto`, from the revision its newest commit
-/// carries, then drops the outbox rows up to `upto`.
+/// carries, then drops the outbox rows up to `upto`. With `check` (the first pass of a process
+/// that has just taken the export lock), a repository written before a purge it missed is
+/// rebuilt instead of continued.
 async fn export_project(
     pool: &PgPool,
     ex: &Exporter,
     project: &ProjectId,
     upto: i64,
+    check: bool,
 ) -> anyhow::Result<()> {
     let path = ex.repo_path(project);
     let (mut head, exists) = {
         let (path, project) = (path.clone(), project.clone());
         blocking(move || Ok((repo::exported_revision(&path, &project)?, path.exists()))).await?
     };
+    if check && exists && head > 0 {
+        let purged = outbox::purged(pool, project, head).await?;
+        let stale = !purged.is_empty() && {
+            let (path, project) = (path.clone(), project.clone());
+            blocking(move || repo::holds_purged(&path, &project, &purged)).await?
+        };
+        if stale {
+            tracing::warn!(%project, "the git export was written before a purge it does not have (another replica rewrote it); rebuilding it");
+            bump(&ex.stats.rebuilds, 1);
+            rebuild(pool, ex, project).await?;
+            if let Some(m) = &ex.mirror {
+                m.push_soon(project.clone());
+            }
+            return Ok(());
+        }
+    }
     if !exists || head > upto {
         let current = crate::store::memories::revision(pool, project)
             .await?

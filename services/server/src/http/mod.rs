@@ -3,6 +3,7 @@
 
 mod admin;
 mod body;
+mod live;
 pub mod metrics;
 mod review;
 pub mod serve;
@@ -16,16 +17,16 @@ use axum::routing::{MethodRouter, delete, get, post, put};
 use axum::{Json, Router};
 use memsync_core::ProjectId;
 use memsync_core::wire::WhoAmI;
-use serde::Deserialize;
+use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::export::http::{self as git, GitPrincipal};
 pub use crate::state::AppState;
-use crate::sync::{self, Pull, PushMeta, PushOutcome};
+use crate::sync::{self, PushMeta, PushOutcome};
 pub use body::{IdempotencyKey, JsonBody, QueryParams, replayed_response};
 
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -67,7 +68,12 @@ fn routes() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
             delete(review::remove_reviewer),
         ),
         ("GET", "/v1/projects/{team}/{name}", get(project_info)),
-        ("GET", "/v1/projects/{team}/{name}/changes", get(pull)),
+        ("GET", "/v1/projects/{team}/{name}/changes", get(live::pull)),
+        (
+            "GET",
+            "/v1/projects/{team}/{name}/events",
+            get(live::events),
+        ),
         ("POST", "/v1/projects/{team}/{name}/push", post(push)),
         (
             "POST",
@@ -187,11 +193,23 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
                 tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
             }),
         )
-        .layer(TimeoutLayer::with_status_code(StatusCode::GATEWAY_TIMEOUT, request_timeout))
+        .layer(compression())
+        .layer(axum::middleware::from_fn_with_state(request_timeout, live::deadline))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
         .layer(axum::middleware::map_request(drop_bad_request_id))
         .with_state(state)
+}
+
+/// Answers of 1 KiB or more are compressed (zstd or gzip, as the client accepts); never the
+/// event stream, whose events must leave as they happen, nor images.
+fn compression() -> CompressionLayer<impl Predicate> {
+    CompressionLayer::new().no_br().no_deflate().compress_when(
+        SizeAbove::new(1024)
+            .and(NotForContentType::SSE)
+            .and(NotForContentType::IMAGES)
+            .and(NotForContentType::GRPC),
+    )
 }
 
 /// After a successful write through this replica, the revision bus forgets what it knew of the
@@ -375,72 +393,6 @@ async fn project_info(
         .await?
         .ok_or_else(|| sync::not_found(&project))?;
     Ok(Json(info).into_response())
-}
-
-#[derive(Debug, Deserialize)]
-struct PullQuery {
-    #[serde(default)]
-    since: Option<String>,
-}
-
-async fn pull(
-    State(state): State<AppState>,
-    principal: Principal,
-    Path((team, name)): Path<(String, String)>,
-    QueryParams(q): QueryParams<PullQuery>,
-    headers: HeaderMap,
-) -> ApiResult<Response> {
-    let project = reachable(&principal, &team, &name)?;
-    let since = match q.since.as_deref() {
-        None | Some("") => 0,
-        Some(s) => s.parse::<i64>().map_err(|_| {
-            ApiError::bad_request(
-                "invalid_since",
-                "`since` must be a revision number (0 for everything)",
-            )
-        })?,
-    };
-    let inm = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok());
-    let known = state
-        .bus
-        .known(&project)
-        .and_then(|known| sync::pull_up_to_date(&project, known, since, inm));
-    let answer = match known {
-        Some(answer) => answer,
-        None => {
-            let answer = sync::pull(&state.pool, &project, since, inm).await?;
-            let revision = match &answer {
-                Pull::NotModified { revision } => *revision,
-                Pull::Changes(body) => body.revision,
-            };
-            state.bus.read(&project, revision);
-            answer
-        }
-    };
-    match answer {
-        Pull::NotModified { revision } => Ok((
-            StatusCode::NOT_MODIFIED,
-            [(header::ETAG, etag_header(revision))],
-        )
-            .into_response()),
-        Pull::Changes(body) => {
-            let tag = etag_header(body.revision);
-            Ok((
-                [
-                    (header::ETAG, tag),
-                    (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-                ],
-                Json(body),
-            )
-                .into_response())
-        }
-    }
-}
-
-fn etag_header(revision: i64) -> HeaderValue {
-    HeaderValue::from_str(&sync::etag(revision)).unwrap_or(HeaderValue::from_static("\"\""))
 }
 
 async fn push(

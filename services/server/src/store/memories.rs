@@ -180,6 +180,59 @@ pub async fn changes_since<'e>(
         .collect())
 }
 
+/// One page of [`changes_since`]: at most `limit` files (more only when one revision alone has
+/// more), cut between two revisions. Returns the files and the revision the page is complete up
+/// to (every path whose latest revision is at most that is in it); that is `upto` when the page
+/// holds everything.
+pub async fn changes_page(
+    pool: &sqlx::PgPool,
+    project: &ProjectId,
+    since: i64,
+    upto: i64,
+    limit: usize,
+) -> sqlx::Result<(Vec<FileState>, i64)> {
+    let rows: Vec<StoredRow> = sqlx::query_as(
+        "SELECT path, revision, deleted, sha256, content, author_name, updated_at, disabled, named_paths
+         FROM memories
+         WHERE team = $1 AND project = $2 AND revision > $3 AND revision <= $4
+         ORDER BY revision, path
+         LIMIT $5",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(since)
+    .bind(upto)
+    .bind(i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX))
+    .fetch_all(pool)
+    .await?;
+    let files = |rows: Vec<StoredRow>| -> Vec<FileState> {
+        rows.into_iter()
+            .map(|r| {
+                let (path, s) = stored_from_row(r);
+                s.to_file_state(&path)
+            })
+            .collect()
+    };
+    if rows.len() <= limit {
+        return Ok((files(rows), upto));
+    }
+    let (last, next) = (rows[limit - 1].1, rows[limit].1);
+    if next > last {
+        // The page ends with a whole revision; nothing lies between `last` and `next`.
+        let mut rows = rows;
+        rows.truncate(limit);
+        return Ok((files(rows), next - 1));
+    }
+    // The cut falls inside revision `last`: end the page before it, or, when that revision
+    // alone fills the page, answer the whole revision.
+    let whole: Vec<StoredRow> = rows.into_iter().filter(|r| r.1 < last).collect();
+    if !whole.is_empty() {
+        return Ok((files(whole), last - 1));
+    }
+    let one = changes_since(pool, project, last - 1, last).await?;
+    Ok((one, last))
+}
+
 /// The stored `projects.review` as the wire's mode.
 pub fn review_mode(stored: &str) -> ReviewMode {
     if stored == "required" {

@@ -28,21 +28,6 @@ pub async fn try_lock(conn: &mut PgConnection) -> sqlx::Result<bool> {
         .await
 }
 
-/// Waits for the lock, at most `wait_ms` milliseconds.
-pub async fn lock(conn: &mut PgConnection, wait_ms: u64) -> sqlx::Result<()> {
-    sqlx::query(sqlx::AssertSqlSafe(format!("SET lock_timeout = {wait_ms}")))
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("SELECT pg_advisory_lock($1)")
-        .bind(LOCK_KEY)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("SET lock_timeout = 0")
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
-}
-
 pub async fn unlock(conn: &mut PgConnection) -> sqlx::Result<()> {
     sqlx::query("SELECT pg_advisory_unlock($1)")
         .bind(LOCK_KEY)
@@ -60,6 +45,23 @@ fn project_id(s: &str) -> Option<ProjectId> {
         );
     }
     p
+}
+
+/// Wakes the exporting process (whichever replica it is).
+pub async fn notify<'e>(db: impl PgExecutor<'e>, project: &ProjectId) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(project.as_str())
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Still the session that holds the lock (a session-level advisory lock lasts as long as the
+/// session: while the connection answers, this process holds it).
+pub async fn ping(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT 1").execute(conn).await?;
+    Ok(())
 }
 
 /// Projects with unexported revisions, the longest waiting first, with the newest revision to
@@ -269,6 +271,78 @@ pub async fn rebuilt<'e>(
         .await?;
         Ok(None)
     }
+}
+
+/// The project has no rewrite left to make (none was asked for, or it is made and maybe only
+/// waits for the mirror).
+pub async fn rebuild_done<'e>(db: impl PgExecutor<'e>, project: &ProjectId) -> sqlx::Result<bool> {
+    let made: Option<bool> = sqlx::query_scalar(
+        "SELECT rebuilt_at IS NOT NULL FROM export_rebuilds WHERE team = $1 AND project = $2",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .fetch_optional(db)
+    .await?;
+    Ok(made.unwrap_or(true))
+}
+
+/// The project's purged versions up to revision `upto`, (revision, path), newest first: a
+/// repository written before their purge still holds them.
+pub async fn purged<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+    upto: i64,
+) -> sqlx::Result<Vec<(i64, String)>> {
+    sqlx::query_as(
+        "SELECT revision, path FROM memory_versions
+         WHERE team = $1 AND project = $2 AND purged AND NOT deleted AND revision <= $3
+         ORDER BY revision DESC, path",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(upto)
+    .fetch_all(db)
+    .await
+}
+
+/// What deciding whether a copy of a project's repository may be cloned needs from the
+/// database, read in one query on primary keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloneState {
+    /// `projects.revision`: the revision a current copy's branch head carries.
+    pub revision: i64,
+    /// A rewrite was asked for (a purge, `export rebuild`) and is not made yet: every copy,
+    /// the exporter's included, may still hold what it removes.
+    pub rewrite_pending: bool,
+    /// Content of the project was ever purged (`purged_content` gets a row for every purged
+    /// hash, and a purge always has one). Without that, no copy can hold purged content.
+    pub ever_purged: bool,
+}
+
+/// The project's [`CloneState`]; None when there is no such project.
+pub async fn clone_state<'e>(
+    db: impl PgExecutor<'e>,
+    project: &ProjectId,
+) -> sqlx::Result<Option<CloneState>> {
+    let row: Option<(i64, bool, bool)> = sqlx::query_as(
+        "SELECT p.revision,
+                EXISTS (SELECT 1 FROM export_rebuilds r
+                        WHERE r.team = p.team AND r.project = p.project AND r.rebuilt_at IS NULL),
+                EXISTS (SELECT 1 FROM purged_content c
+                        WHERE c.team = p.team AND c.project = p.project)
+         FROM projects p WHERE p.team = $1 AND p.project = $2",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .fetch_optional(db)
+    .await?;
+    Ok(
+        row.map(|(revision, rewrite_pending, ever_purged)| CloneState {
+            revision,
+            rewrite_pending,
+            ever_purged,
+        }),
+    )
 }
 
 /// When the project's last rewrite was made, if a mirror still has to get it.

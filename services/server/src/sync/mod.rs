@@ -36,12 +36,14 @@ pub fn etag(revision: i64) -> String {
     format!("\"r{revision}\"")
 }
 
-/// A pull: one primary-key lookup answers "nothing changed"; otherwise one range scan.
+/// A pull: one primary-key lookup answers "nothing changed"; otherwise one range scan of at
+/// most `limit` files (a page, see [`memories::changes_page`]).
 pub async fn pull(
     pool: &PgPool,
     project: &ProjectId,
     since: i64,
     if_none_match: Option<&str>,
+    limit: usize,
 ) -> ApiResult<Pull> {
     let revision = memories::revision(pool, project)
         .await?
@@ -63,15 +65,27 @@ pub async fn pull(
             ),
         ));
     }
-    let changes = memories::changes_since(pool, project, since, revision).await?;
+    let (changes, complete) = if since == revision {
+        (Vec::new(), revision)
+    } else {
+        memories::changes_page(pool, project, since, revision, limit.max(1)).await?
+    };
     Ok(Pull::Changes(PullResponse {
         project: project.to_string(),
-        revision,
+        revision: complete,
         since,
         changes,
-        more: false,
+        more: complete < revision,
         head: Some(revision),
     }))
+}
+
+/// Whether the answer tells the client nothing new: a 304, or no changes from its own revision.
+pub fn is_up_to_date(answer: &Pull) -> bool {
+    match answer {
+        Pull::NotModified { .. } => true,
+        Pull::Changes(body) => body.changes.is_empty() && !body.more && body.revision == body.since,
+    }
 }
 
 /// Whether an `If-None-Match` value names the ETag of `revision` (or is `*`).
