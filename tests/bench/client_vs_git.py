@@ -3,8 +3,9 @@
 operations with plain git against a bare repository served by `git daemon`, both on loopback.
 
 Prints p50/p90 (ms) per operation. Starts everything itself in a temp dir and stops it.
-Usage: tests/bench/client_vs_git.py [--memories 1000] [--runs 30]
-Build first: cargo build --release -p memsync-server -p memsync
+Usage: tests/bench/client_vs_git.py [--memories 1000] [--runs 30] [--bin-dir DIR] [--json]
+Build first: cargo build --release -p memsync-server -p memsync (--bin-dir defaults to
+target/release). With --json (or BENCH_JSON=1) the last line is the figures as one JSON array.
 """
 import argparse, json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
@@ -38,19 +39,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memories", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--bin-dir", default=BIN, help="where memsync-server and memsync are (default: target/release)")
+    ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     a = ap.parse_args()
+    bindir = os.path.abspath(a.bin_dir)
+    for b in ("memsync-server", "memsync"):
+        if not os.access(os.path.join(bindir, b), os.X_OK):
+            sys.exit(f"{os.path.join(bindir, b)} is missing: cargo build --release -p memsync-server -p memsync, or pass --bin-dir")
     tmp = tempfile.mkdtemp(prefix="memsync-bench-")
     os.chmod(tmp, 0o755)
     procs = []
     try:
         port = free_port()
         data = os.path.join(tmp, "server")
-        srv = subprocess.Popen([os.path.join(BIN, "memsync-server"), "--data-dir", data, "--listen", f"127.0.0.1:{port}"],
+        srv = subprocess.Popen([os.path.join(bindir, "memsync-server"), "--data-dir", data, "--listen", f"127.0.0.1:{port}"],
                                stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "server.log"), "w"), text=True)
         procs.append(srv)
         srv.stdout.readline()
         url = f"http://127.0.0.1:{port}"
-        token = subprocess.run([os.path.join(BIN, "memsync-server"), "--data-dir", data, "token", "issue",
+        token = subprocess.run([os.path.join(bindir, "memsync-server"), "--data-dir", data, "token", "issue",
                                 "--user", "bench", "--team", "bench"], capture_output=True, text=True, check=True).stdout.strip()
 
         def user(name):
@@ -62,14 +69,14 @@ def main():
             env = dict(os.environ, HOME=home)
             for k in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "MEMSYNC_SERVER", "MEMSYNC_TOKEN"):
                 env.pop(k, None)
-            subprocess.run([os.path.join(BIN, "memsync"), "login", "--server", url], input=token, env=env, cwd=repo,
+            subprocess.run([os.path.join(bindir, "memsync"), "login", "--server", url], input=token, env=env, cwd=repo,
                            check=True, capture_output=True, text=True)
-            subprocess.run([os.path.join(BIN, "memsync"), "init"], env=env, cwd=repo, check=True, capture_output=True)
+            subprocess.run([os.path.join(bindir, "memsync"), "init"], env=env, cwd=repo, check=True, capture_output=True)
             key = "".join(c if c.isalnum() else "-" for c in os.path.realpath(repo))
             team = os.path.join(home, ".claude", "projects", key, "memory", "team")
             return env, repo, team, home
 
-        ms = os.path.join(BIN, "memsync")
+        ms = os.path.join(bindir, "memsync")
         env_a, repo_a, team_a, _ = user("alice")
         for i in range(a.memories):
             d = os.path.join(team_a, f"d{i // 100:02}")
@@ -79,7 +86,7 @@ def main():
 
         env_b, repo_b, team_b, home_b = user("bob")
         first = []
-        for _ in range(5):
+        for _ in range(max(2, min(5, a.runs))):
             shutil.rmtree(team_b, ignore_errors=True)
             shutil.rmtree(os.path.join(home_b, ".local", "state"), ignore_errors=True)
             first.append(timed([ms, "pull", "--quiet"], env=env_b, cwd=repo_b))
@@ -111,7 +118,7 @@ def main():
         subprocess.run(["git", "commit", "-qm", "seed"], cwd=seed, check=True, env=genv)
         subprocess.run(["git", "push", "-q", gurl, "main"], cwd=seed, check=True, env=genv)
         gclone = []
-        for i in range(5):
+        for i in range(max(2, min(5, a.runs))):
             d = os.path.join(tmp, f"gclone{i}")
             gclone.append(timed(["git", "clone", "-q", "-b", "main", gurl, d], env=genv))
         work = os.path.join(tmp, "gclone0")
@@ -133,7 +140,7 @@ def main():
         for name, m, g, gname in rows:
             print(f"{name:32} {statistics.median(m):12.1f} {pct(m, 90):8.1f} {statistics.median(g):10.1f} {pct(g, 90):8.1f}  git: {gname}")
             out.append({"operation": name, "memsync_p50_ms": statistics.median(m), "git_p50_ms": statistics.median(g)})
-        if os.environ.get("BENCH_JSON"):
+        if a.json or os.environ.get("BENCH_JSON"):
             print(json.dumps(out))
     finally:
         for p in procs:

@@ -5,9 +5,9 @@
 //! Revoked `jti`s are held in memory and kept current across replicas with LISTEN/NOTIFY, so
 //! checking a token costs no database round trip.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -45,6 +45,9 @@ pub struct Claims {
     pub aud: String,
 }
 
+/// Seconds of clock skew allowed on a token's expiry.
+const LEEWAY_SECS: i64 = 30;
+
 /// A secret that never shows in `Debug` output or logs.
 #[derive(Clone)]
 pub struct Secret(Vec<u8>);
@@ -62,7 +65,15 @@ pub struct Keys {
     validation: Validation,
     pub issuer: String,
     pub audience: String,
+    /// Tokens already verified, with their claims: a client presents the same token on every
+    /// request, and checking its signature and decoding its claims again is most of what a
+    /// request that is answered from memory costs. An entry is used only until the token's
+    /// expiry (with the same leeway); revocation is checked on every request, after this.
+    verified: Mutex<HashMap<Box<str>, Claims>>,
 }
+
+/// Verified tokens kept at most; the cache is emptied when it is full (a few MB at most).
+const VERIFIED_CACHE: usize = 4096;
 
 impl Keys {
     pub fn hs256(secret: &Secret, issuer: &str, audience: &str) -> anyhow::Result<Self> {
@@ -70,7 +81,7 @@ impl Keys {
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.leeway = 30;
+        validation.leeway = LEEWAY_SECS.unsigned_abs();
         Ok(Keys {
             encoding: EncodingKey::from_secret(&secret.0).context("loading the signing key")?,
             decoding: DecodingKey::from_secret(&secret.0)
@@ -78,6 +89,7 @@ impl Keys {
             validation,
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
+            verified: Mutex::new(HashMap::new()),
         })
     }
 
@@ -87,6 +99,24 @@ impl Keys {
     }
 
     pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
+        let now = chrono::Utc::now().timestamp();
+        if let Ok(cache) = self.verified.lock()
+            && let Some(claims) = cache.get(token)
+            && now <= claims.exp.saturating_add(LEEWAY_SECS)
+        {
+            return Ok(claims.clone());
+        }
+        let claims = self.verify_uncached(token)?;
+        if let Ok(mut cache) = self.verified.lock() {
+            if cache.len() >= VERIFIED_CACHE {
+                cache.clear();
+            }
+            cache.insert(token.into(), claims.clone());
+        }
+        Ok(claims)
+    }
+
+    fn verify_uncached(&self, token: &str) -> Result<Claims, ApiError> {
         let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map(|data| data.claims)
             .map_err(|e| {
@@ -366,6 +396,51 @@ mod tests {
             HeaderValue::from_str(v).expect("ascii"),
         );
         m
+    }
+
+    fn claims(exp_in: i64) -> Claims {
+        let now = chrono::Utc::now().timestamp();
+        Claims {
+            sub: "ann".into(),
+            name: "ann".into(),
+            email: None,
+            teams: BTreeMap::new(),
+            admin: false,
+            jti: Uuid::new_v4(),
+            iat: now,
+            exp: now + exp_in,
+            iss: "memsync".into(),
+            aud: "memsync".into(),
+        }
+    }
+
+    #[test]
+    fn a_verified_token_is_served_from_the_cache_only_until_it_expires() {
+        let keys = Keys::hs256(&Secret(vec![7; 48]), "memsync", "memsync").expect("keys");
+        let live = keys.sign(&claims(3600)).expect("sign");
+        assert_eq!(keys.verify(&live).expect("valid").sub, "ann");
+        assert!(
+            keys.verified
+                .lock()
+                .expect("lock")
+                .contains_key(live.as_str())
+        );
+        assert_eq!(keys.verify(&live).expect("cached").sub, "ann");
+        // Another token is not its cache entry: a bad signature is still refused.
+        assert!(keys.verify(&format!("{live}x")).is_err());
+
+        // An entry past its expiry (and the leeway) is not served: the token is verified again,
+        // and refused.
+        let expired = claims(-LEEWAY_SECS - 60);
+        let token = keys.sign(&expired).expect("sign");
+        keys.verified
+            .lock()
+            .expect("lock")
+            .insert(token.as_str().into(), expired);
+        assert!(matches!(
+            keys.verify(&token),
+            Err(ApiError::Unauthenticated(m)) if m.contains("expired")
+        ));
     }
 
     #[test]

@@ -10,7 +10,14 @@
 //! - `nochange-pull`: `GET changes?since=<revision>` with `If-None-Match`, expecting 304;
 //! - `changed-pull`: `GET changes?since=<revision - k>` (k = 1..5), expecting 200 and a JSON body;
 //! - `push-1`: a single-file push per request to the client's own file `clients/cNNN.md`,
-//!   expecting 200 (a 409 takes the server's sha256 as the next base and counts as an error).
+//!   expecting 200 (a 409 takes the server's sha256 as the next base and counts as an error);
+//! - `wake`: a long-poll (`changes?since=<revision>&wait=`) on `--replica` (another replica on
+//!   the same database), then a single-file push through `--server`; the latency is from the
+//!   push's answer to the long-poll's answer, i.e. how long a push takes to reach a client
+//!   watching through another replica. A long-poll that answers before the push without it
+//!   is an error (the replica did not wait: no long-poll there).
+//!
+//! Seeding runs `--seed-concurrency` projects at a time; `--seed-only` stops after it.
 //!
 //! For every phase it prints requests, requests/s, p50/p99/max latency and errors (or one JSON
 //! document with `--json`). Latency covers every request that completed before the phase
@@ -34,6 +41,7 @@ use memsync_core::{ProjectId, Sha256};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, IF_NONE_MATCH};
 use reqwest::{Client, StatusCode, Url};
 use serde::Serialize;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 /// Single-file revisions made after seeding, so that `since=revision-k` (k <= 5) stays small.
@@ -71,8 +79,25 @@ struct Args {
     prefix: String,
 
     /// Number of projects.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     projects: u32,
+
+    /// Projects seeded (and refreshed) at a time.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    seed_concurrency: u32,
+
+    /// Seed, then exit without running any phase.
+    #[arg(long)]
+    seed_only: bool,
+
+    /// Another replica's base URL, for the `wake` phase's long-polls (loopback only unless
+    /// --allow-remote).
+    #[arg(long)]
+    replica: Option<String>,
+
+    /// How long a `wake` long-poll may wait, in seconds (the server's `wait=`).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=60))]
+    wait: u32,
 
     /// Memories seeded per project (100 per directory).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=100_000))]
@@ -124,6 +149,8 @@ enum Phase {
     ChangedPull,
     #[value(name = "push-1")]
     Push1,
+    #[value(name = "wake")]
+    Wake,
 }
 
 impl Phase {
@@ -132,6 +159,7 @@ impl Phase {
             Phase::NochangePull => "nochange-pull",
             Phase::ChangedPull => "changed-pull",
             Phase::Push1 => "push-1",
+            Phase::Wake => "wake",
         }
     }
 }
@@ -206,6 +234,36 @@ fn main() -> ExitCode {
         eprintln!("memsync-load: --token (or MEMSYNC_TOKEN) is empty");
         return ExitCode::from(2);
     }
+    match &args.replica {
+        Some(r) => match Url::parse(r) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {
+                if !args.allow_remote && !is_loopback(&u) {
+                    eprintln!(
+                        "memsync-load: refusing --replica `{r}`: its host is not loopback; pass --allow-remote to override"
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+            _ => {
+                eprintln!("memsync-load: --replica `{r}` is not an http(s) URL with a host");
+                return ExitCode::from(2);
+            }
+        },
+        None if args.phases.contains(&Phase::Wake) && !args.seed_only => {
+            eprintln!(
+                "memsync-load: the wake phase long-polls another replica: give its URL with --replica"
+            );
+            return ExitCode::from(2);
+        }
+        None => {}
+    }
+    if args.phases.contains(&Phase::Wake) && args.concurrency > args.projects {
+        eprintln!(
+            "memsync-load: the wake phase needs a project per client (each waits for its own pushes): --concurrency {} is more than --projects {}",
+            args.concurrency, args.projects
+        );
+        return ExitCode::from(2);
+    }
     let mut projects = Vec::new();
     for i in 0..args.projects {
         match ProjectId::new(&args.team, &format!("{}-{i}", args.prefix)) {
@@ -241,6 +299,8 @@ fn main() -> ExitCode {
 struct Api {
     http: Client,
     base: String,
+    /// `--replica`'s base URL (the `wake` phase's long-polls).
+    replica: Option<String>,
 }
 
 enum Pulled {
@@ -271,6 +331,10 @@ impl Api {
         Ok(Api {
             http,
             base: args.server.trim_end_matches('/').to_string(),
+            replica: args
+                .replica
+                .as_deref()
+                .map(|r| r.trim_end_matches('/').to_string()),
         })
     }
 
@@ -580,6 +644,7 @@ async fn seed(
     memories: u32,
     batch: u32,
     run: i64,
+    total: usize,
 ) -> Result<()> {
     state.refresh(api).await?;
     let mut todo = Vec::new();
@@ -629,10 +694,13 @@ async fn seed(
         state.apply(&resp.changes);
         state.revision = state.revision.max(resp.revision);
     }
-    eprintln!(
-        "memsync-load: seeded {}: {written} of {} memories written, revision {}",
-        state.id, memories, state.revision
-    );
+    // One line per project, or per thousandth project when there are many.
+    if total <= 20 || index as usize % 1000 == 999 {
+        eprintln!(
+            "memsync-load: seeded {}: {written} of {} memories written, revision {}",
+            state.id, memories, state.revision
+        );
+    }
     Ok(())
 }
 
@@ -753,13 +821,14 @@ async fn changed_pull(api: &Api, p: &PhaseProject, k: i64) -> Outcome {
     Ok(())
 }
 
+/// A single-file push; Ok: the revision it made (or the project's, if it made none).
 async fn push_one(
     api: &Api,
     project: &str,
     path: &str,
     base: &mut Option<Sha256>,
     content: String,
-) -> Outcome {
+) -> Result<i64, (String, bool)> {
     let request = PushRequest {
         changes: vec![put(path.to_string(), *base, content)],
         allow_mass_delete: false,
@@ -783,7 +852,7 @@ async fn push_one(
             match parsed.changes.iter().find(|f| f.path == path) {
                 Some(f) if !f.deleted && f.sha256.is_some() => {
                     *base = f.sha256;
-                    Ok(())
+                    Ok(parsed.revision)
                 }
                 _ => {
                     // Fall back to what we sent, and report the contract breach.
@@ -815,6 +884,72 @@ async fn push_one(
     }
 }
 
+/// One `wake` round on `project`, known to be at `since` (only this client pushes to it): a
+/// long-poll on the replica, then a push through the server. Ok: the time from the push's answer
+/// to the long-poll's (zero when the long-poll answered first), and the project's new revision.
+async fn wake_once(
+    api: &Api,
+    project: &str,
+    path: &str,
+    base: &mut Option<Sha256>,
+    since: i64,
+    content: String,
+    wait: u32,
+) -> Result<(Duration, i64), (String, bool)> {
+    let Some(replica) = api.replica.as_deref() else {
+        return Err(("the wake phase needs --replica".to_string(), false));
+    };
+    let poll = api
+        .http
+        .get(format!(
+            "{replica}/v1/projects/{project}/changes?since={since}&wait={wait}"
+        ))
+        .timeout(Duration::from_secs(u64::from(wait) + 10))
+        .send();
+    let poll = tokio::spawn(async move {
+        let resp = poll.await?;
+        let status = resp.status();
+        let body = resp.bytes().await?;
+        Ok::<_, reqwest::Error>((status, body, Instant::now()))
+    });
+    // Let the long-poll reach the replica first; if the push still commits before the replica
+    // registers the wait, the replica answers at once with the new revision, which is fine.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let poll_done_early = poll.is_finished();
+    let revision = push_one(api, project, path, base, content).await?;
+    let pushed = Instant::now();
+    let (status, body, answered) = match poll.await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Err(transport(&e)),
+        Err(e) => return Err((format!("the long-poll task failed: {e}"), false)),
+    };
+    let head = match status {
+        StatusCode::OK => {
+            let parsed: PullResponse = serde_json::from_slice(&body).map_err(|e| {
+                (
+                    format!("long-poll: 200 with an invalid PullResponse: {e}"),
+                    false,
+                )
+            })?;
+            parsed.head.unwrap_or(parsed.revision)
+        }
+        StatusCode::NOT_MODIFIED => since,
+        _ => return Err((format!("long-poll: {}", describe(status, &body)), false)),
+    };
+    if head < revision {
+        let why = if poll_done_early || answered < pushed {
+            "the replica answered the long-poll before the push was applied, without it: it does not wait (no `wait=` support?)"
+        } else {
+            "the long-poll ended without the push's revision"
+        };
+        return Err((
+            format!("{why} (since {since}, pushed revision {revision}, answered {head})"),
+            false,
+        ));
+    }
+    Ok((answered.saturating_duration_since(pushed), revision))
+}
+
 /// One client of a phase: requests back to back until the deadline, round-robin over projects.
 async fn client_loop(
     phase: Phase,
@@ -823,6 +958,7 @@ async fn client_loop(
     client: u32,
     deadline: tokio::time::Instant,
     run: i64,
+    wait: u32,
 ) -> TaskStats {
     let mut stats = TaskStats::default();
     let path = client_path(client);
@@ -830,27 +966,55 @@ async fn client_loop(
         .iter()
         .map(|p| p.client_bases[client as usize])
         .collect();
+    let mut sinces: Vec<i64> = projects.iter().map(|p| p.revision).collect();
     let mut i: u64 = 0;
     while tokio::time::Instant::now() < deadline {
-        let pi = (client as usize + i as usize) % projects.len();
+        // A wake client keeps to its own project, so that it alone moves that project's revision.
+        let pi = if phase == Phase::Wake {
+            client as usize % projects.len()
+        } else {
+            (client as usize + i as usize) % projects.len()
+        };
         let project = &projects[pi];
         let started = Instant::now();
         let request = async {
             match phase {
-                Phase::NochangePull => nochange_pull(&api, project).await,
-                Phase::ChangedPull => changed_pull(&api, project, 1 + (i as i64 % MAX_K)).await,
+                Phase::NochangePull => nochange_pull(&api, project).await.map(|()| None),
+                Phase::ChangedPull => changed_pull(&api, project, 1 + (i as i64 % MAX_K))
+                    .await
+                    .map(|()| None),
                 Phase::Push1 => {
                     let content = client_content(client, run, i);
-                    push_one(&api, &project.id, &path, &mut bases[pi], content).await
+                    push_one(&api, &project.id, &path, &mut bases[pi], content)
+                        .await
+                        .map(|_| None)
+                }
+                Phase::Wake => {
+                    let content = client_content(client, run, i);
+                    let (latency, revision) = wake_once(
+                        &api,
+                        &project.id,
+                        &path,
+                        &mut bases[pi],
+                        sinces[pi],
+                        content,
+                        wait,
+                    )
+                    .await?;
+                    sinces[pi] = revision;
+                    Ok(Some(latency))
                 }
             }
         };
         let Ok(outcome) = tokio::time::timeout_at(deadline, request).await else {
             break; // abandoned at the deadline: not counted
         };
-        let elapsed = started.elapsed();
+        let elapsed = match &outcome {
+            Ok(Some(latency)) => *latency,
+            _ => started.elapsed(),
+        };
         let pause = matches!(outcome, Err((_, true)));
-        stats.record(elapsed, outcome.map_err(|(msg, _)| msg));
+        stats.record(elapsed, outcome.map(|_| ()).map_err(|(msg, _)| msg));
         if pause {
             let until = (tokio::time::Instant::now() + Duration::from_millis(10)).min(deadline);
             tokio::time::sleep_until(until).await;
@@ -878,6 +1042,7 @@ async fn run_phase(
             client,
             deadline,
             run,
+            args.wait,
         ));
     }
     let mut latencies = Vec::new();
@@ -914,12 +1079,21 @@ async fn run_phase(
 }
 
 /// Refreshes every project (in parallel) from its last known revision.
-async fn refresh_all(api: &Arc<Api>, states: Vec<ProjectState>) -> Result<Vec<ProjectState>> {
+async fn refresh_all(
+    api: &Arc<Api>,
+    states: Vec<ProjectState>,
+    concurrency: u32,
+) -> Result<Vec<ProjectState>> {
+    let permits = Arc::new(Semaphore::new(concurrency as usize));
     let mut set = JoinSet::new();
     for (i, mut st) in states.into_iter().enumerate() {
         let api = Arc::clone(api);
+        let permits = Arc::clone(&permits);
         set.spawn(async move {
-            let r = st.refresh(&api).await;
+            let r = match permits.acquire().await {
+                Ok(_permit) => st.refresh(&api).await,
+                Err(e) => Err(e.into()),
+            };
             (i, st, r)
         });
     }
@@ -961,11 +1135,17 @@ async fn run(args: Args, project_ids: Vec<String>) -> Result<bool> {
     let mut states: Vec<ProjectState> = project_ids.into_iter().map(ProjectState::new).collect();
     if !args.skip_seed {
         let (memories, batch) = (args.memories, args.batch);
+        let total = states.len();
+        let permits = Arc::new(Semaphore::new(args.seed_concurrency as usize));
         let mut set = JoinSet::new();
         for (i, mut st) in states.into_iter().enumerate() {
             let api = Arc::clone(&api);
+            let permits = Arc::clone(&permits);
             set.spawn(async move {
-                let r = seed(&api, &mut st, i as u32, memories, batch, run).await;
+                let r = match permits.acquire().await {
+                    Ok(_permit) => seed(&api, &mut st, i as u32, memories, batch, run, total).await,
+                    Err(e) => Err(e.into()),
+                };
                 (i, st, r)
             });
         }
@@ -987,9 +1167,12 @@ async fn run(args: Args, project_ids: Vec<String>) -> Result<bool> {
         states = out.into_iter().flatten().collect();
     }
 
+    if args.seed_only {
+        return Ok(true);
+    }
     let mut results = Vec::new();
     for phase in phases {
-        states = refresh_all(&api, states).await?;
+        states = refresh_all(&api, states, args.seed_concurrency).await?;
         for st in &states {
             if !st.exists && phase != Phase::Push1 {
                 eprintln!(

@@ -364,23 +364,6 @@ pub async fn flag_for_review(
     .await
 }
 
-/// Which of `hashes` an admin purged from `project`, with the path each was purged from.
-pub async fn purged_hashes<'e>(
-    db: impl PgExecutor<'e>,
-    project: &ProjectId,
-    hashes: &[String],
-) -> sqlx::Result<Vec<(String, String)>> {
-    sqlx::query_as(
-        "SELECT sha256, path FROM purged_content
-         WHERE team = $1 AND project = $2 AND sha256 = ANY($3)",
-    )
-    .bind(project.team())
-    .bind(project.as_str())
-    .bind(hashes)
-    .fetch_all(db)
-    .await
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditRow {
     pub id: i64,

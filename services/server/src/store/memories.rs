@@ -16,6 +16,8 @@ pub struct LockedProject {
     pub archived: bool,
     /// `review = required`: a push by a member who is not a reviewer becomes proposals.
     pub review_required: bool,
+    /// The transaction's `now()`: the time of the revision it writes, known before writing it.
+    pub at: DateTime<Utc>,
 }
 
 /// The stored state of one path.
@@ -260,8 +262,8 @@ pub async fn lock_project(
     conn: &mut PgConnection,
     project: &ProjectId,
 ) -> sqlx::Result<Option<LockedProject>> {
-    let row: Option<(i64, i32, bool, bool)> = sqlx::query_as(
-        "SELECT revision, files, archived_at IS NOT NULL, review = 'required'
+    let row: Option<(i64, i32, bool, bool, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT revision, files, archived_at IS NOT NULL, review = 'required', now()
          FROM projects WHERE team = $1 AND project = $2 FOR UPDATE",
     )
     .bind(project.team())
@@ -269,13 +271,134 @@ pub async fn lock_project(
     .fetch_optional(&mut *conn)
     .await?;
     Ok(row.map(
-        |(revision, files, archived, review_required)| LockedProject {
+        |(revision, files, archived, review_required, at)| LockedProject {
             revision,
             files: files.into(),
             archived,
             review_required,
+            at,
         },
     ))
+}
+
+/// What a push asks of the database right after taking the project lock (`PushSnapshot`).
+pub struct SnapshotQuery<'a> {
+    /// Every path the batch names.
+    pub paths: &'a [String],
+    /// Lower-cased paths and directory prefixes that a new path could clash with on disk
+    /// (`memsync_core::tree::PathTree::lookup_keys`); both empty when the batch puts nothing.
+    pub clash_exact: &'a [String],
+    pub clash_prefixes: &'a [String],
+    /// sha256 (hex) of every content the batch puts.
+    pub hashes: &'a [String],
+    /// (sub, key) of the push's `Idempotency-Key`.
+    pub idempotency: Option<(&'a str, &'a str)>,
+}
+
+/// What a push reads under the project lock, read in one round trip.
+pub struct PushSnapshot {
+    /// The stored state of each path of the batch that the project has ever had.
+    pub current: HashMap<String, Stored>,
+    /// Live paths that may collide on disk with the batch's (`lower(path)` one of `clash_exact` or starting with one of `clash_prefixes`).
+    pub clash_candidates: Vec<String>,
+    /// (sha256, path it was purged from) of the batch's contents an admin purged.
+    pub purged: Vec<(String, String)>,
+    /// The stored answer of the push's idempotency key (a retry committed while it waited).
+    pub replay: Option<crate::store::idempotency::Stored>,
+}
+
+#[derive(serde::Deserialize)]
+struct StoredJson {
+    path: String,
+    revision: i64,
+    deleted: bool,
+    sha256: Option<String>,
+    content: Option<String>,
+    author_name: String,
+    updated_at: DateTime<Utc>,
+    disabled: bool,
+    named_paths: Vec<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct ReplayJson {
+    request_hash: String,
+    status: i16,
+    response: serde_json::Value,
+    purged: bool,
+}
+
+/// Reads a push's `PushSnapshot` in one statement (each part is what `current`,
+/// `clash_candidates`, `history::purged_hashes` and `idempotency::find` read), so that the
+/// project lock is held for one round trip here instead of four.
+pub async fn push_snapshot(
+    conn: &mut PgConnection,
+    project: &ProjectId,
+    q: &SnapshotQuery<'_>,
+) -> sqlx::Result<PushSnapshot> {
+    type Row = (
+        sqlx::types::Json<Vec<StoredJson>>,
+        Vec<String>,
+        sqlx::types::Json<Vec<(String, String)>>,
+        Option<sqlx::types::Json<ReplayJson>>,
+    );
+    let (sub, key) = q.idempotency.unzip();
+    let (current, clash_candidates, purged, replay): Row = sqlx::query_as(
+        "SELECT
+            (SELECT coalesce(json_agg(json_build_object(
+                        'path', path, 'revision', revision, 'deleted', deleted, 'sha256', sha256,
+                        'content', content, 'author_name', author_name, 'updated_at', updated_at,
+                        'disabled', disabled, 'named_paths', named_paths)), '[]'::json)
+             FROM memories WHERE team = $1 AND project = $2 AND path = ANY($3)),
+            CASE WHEN cardinality($4::text[]) = 0 AND cardinality($5::text[]) = 0 THEN ARRAY[]::text[]
+                 ELSE ARRAY(SELECT path FROM memories
+                            WHERE team = $1 AND project = $2 AND NOT deleted
+                              AND (lower(path) = ANY($4)
+                                   OR EXISTS (SELECT 1 FROM unnest($5::text[]) p WHERE starts_with(lower(path), p)))
+                            ORDER BY revision, path) END,
+            (SELECT coalesce(json_agg(json_build_array(sha256, path)), '[]'::json)
+             FROM purged_content WHERE team = $1 AND project = $2 AND sha256 = ANY($6)),
+            (SELECT json_build_object('request_hash', request_hash, 'status', status,
+                                      'response', response, 'purged', purged)
+             FROM idempotency_keys WHERE team = $1 AND project = $2 AND sub = $7 AND key = $8)",
+    )
+    .bind(project.team())
+    .bind(project.as_str())
+    .bind(q.paths)
+    .bind(q.clash_exact)
+    .bind(q.clash_prefixes)
+    .bind(q.hashes)
+    .bind(sub)
+    .bind(key)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(PushSnapshot {
+        current: current
+            .0
+            .into_iter()
+            .map(|s| {
+                stored_from_row((
+                    s.path,
+                    s.revision,
+                    s.deleted,
+                    s.sha256,
+                    s.content,
+                    s.author_name,
+                    s.updated_at,
+                    s.disabled,
+                    s.named_paths,
+                ))
+            })
+            .collect(),
+        clash_candidates,
+        purged: purged.0,
+        replay: replay.map(|r| crate::store::idempotency::Stored {
+            request_hash: r.0.request_hash,
+            status: r.0.status,
+            response: r.0.response,
+            purged: r.0.purged,
+        }),
+    })
 }
 
 /// The stored state of each of `paths` that the project has ever had.
@@ -294,29 +417,6 @@ pub async fn current(
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows.into_iter().map(stored_from_row).collect())
-}
-
-/// Live paths that may collide on disk with new ones: those whose lower-cased form is one of
-/// `exact` or starts with one of `prefixes` (see `memsync_core::tree::PathTree::lookup_keys`).
-pub async fn clash_candidates(
-    conn: &mut PgConnection,
-    project: &ProjectId,
-    exact: &[String],
-    prefixes: &[String],
-) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
-        "SELECT path FROM memories
-         WHERE team = $1 AND project = $2 AND NOT deleted
-           AND (lower(path) = ANY($3)
-                OR EXISTS (SELECT 1 FROM unnest($4::text[]) p WHERE starts_with(lower(path), p)))
-         ORDER BY revision, path",
-    )
-    .bind(project.team())
-    .bind(project.as_str())
-    .bind(exact)
-    .bind(prefixes)
-    .fetch_all(&mut *conn)
-    .await
 }
 
 /// How many of the project's live files are indexes (`MEMORY.md` of some directory).
@@ -424,44 +524,41 @@ pub struct Author<'a> {
     pub provenance: &'a serde_json::Value,
 }
 
-/// Writes one revision: bumps the counter, records the revision, appends every new version and
-/// moves the current state. Every live version is recorded as checked by this process's scanner
-/// rule set (a write is screened with it). Returns the new revision and its time.
+/// A revision's audit rows (one per new state, in order) and the push's stored answer.
+pub struct RevisionRecord<'a> {
+    /// One (action, details) per new state.
+    pub actions: &'a [&'a str],
+    pub details: &'a [serde_json::Value],
+    /// (sub, key, request hash, answer) of the push's `Idempotency-Key`, stored with the
+    /// revision (the answer names the revision, known under the lock before writing it).
+    pub idempotency: Option<(&'a str, &'a str, &'a str, &'a serde_json::Value)>,
+}
+
+/// What writing a revision did.
+pub struct Written {
+    pub revision: i64,
+    pub at: DateTime<Utc>,
+    /// False when the idempotency key was taken meanwhile (the caller must roll back).
+    pub idempotency_stored: bool,
+}
+
+/// Writes one revision in one statement, so the project lock is held for one round trip here:
+/// bumps the counter, records the revision, appends every new version and moves the current
+/// state, closes the open due and flagged review items of the paths written (what they were
+/// about is no longer there: a disable, by a reviewer or a rescan, rejects a due item as
+/// rejecting it would have, with the revision's note as the reason; an enable approves a
+/// flagged item as approving it would have; any other write supersedes them), appends the audit
+/// rows (the states', then the closed items') and stores the push's answer under its
+/// idempotency key. Every live version is
+/// recorded as checked by this process's scanner rule set (a write is screened with it).
 pub async fn write_revision(
     conn: &mut PgConnection,
     project: &ProjectId,
     author: &Author<'_>,
     states: &[NewState],
-    files_delta: i64,
-    bytes_delta: i64,
-) -> sqlx::Result<(i64, DateTime<Utc>)> {
-    let (revision, at): (i64, DateTime<Utc>) = sqlx::query_as(
-        "UPDATE projects SET revision = revision + 1, files = files + $3, bytes = bytes + $4, updated_at = now()
-         WHERE team = $1 AND project = $2 RETURNING revision, updated_at",
-    )
-    .bind(project.team())
-    .bind(project.as_str())
-    .bind(i32::try_from(files_delta).unwrap_or(i32::MAX))
-    .bind(bytes_delta)
-    .fetch_one(&mut *conn)
-    .await?;
-    sqlx::query(
-        "INSERT INTO revisions (team, project, revision, author_sub, author_name, author_email, request_id, created_at, kind, note)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-    )
-    .bind(project.team())
-    .bind(project.as_str())
-    .bind(revision)
-    .bind(author.sub)
-    .bind(author.name)
-    .bind(author.email)
-    .bind(author.request_id)
-    .bind(at)
-    .bind(author.kind)
-    .bind(author.note)
-    .execute(&mut *conn)
-    .await?;
-
+    (files_delta, bytes_delta): (i64, i64),
+    record: &RevisionRecord<'_>,
+) -> sqlx::Result<Written> {
     let paths: Vec<&str> = states.iter().map(|s| s.path.as_str()).collect();
     let deleted: Vec<bool> = states.iter().map(|s| s.content.is_none()).collect();
     let shas: Vec<Option<String>> = states
@@ -488,46 +585,116 @@ pub async fn write_revision(
         .iter()
         .map(|s| serde_json::to_string(&s.named_paths).unwrap_or_else(|_| "[]".into()))
         .collect();
-    // One statement appends the versions and moves the current state from them.
-    sqlx::query(
-        "WITH v AS (
-            INSERT INTO memory_versions (team, project, path, revision, deleted, sha256, content, size, merged, created_at,
-                                         disabled, named_paths, provenance)
-            SELECT $1, $2, p, $3, d, s, c, z, m, $4, x,
-                   ARRAY(SELECT jsonb_array_elements_text(n::jsonb)), $12
-            FROM UNNEST($5::text[], $6::bool[], $7::text[], $8::text[], $9::int[], $10::bool[], $13::bool[], $14::text[])
-                 AS t(p, d, s, c, z, m, x, n)
-            RETURNING path, deleted, sha256, content, size, disabled, named_paths
+    let (idem_sub, idem_key, idem_hash, idem_body) = match record.idempotency {
+        Some((sub, key, hash, body)) => (Some(sub), Some(key), Some(hash), Some(body)),
+        None => (None, None, None, None),
+    };
+    let (revision, at, idempotency_stored): (i64, DateTime<Utc>, bool) = sqlx::query_as(
+        "WITH p AS (
+            UPDATE projects SET revision = revision + 1, files = files + $3, bytes = bytes + $4,
+                                updated_at = now()
+            WHERE team = $1 AND project = $2 RETURNING revision, updated_at
+         ),
+         r AS (
+            INSERT INTO revisions (team, project, revision, author_sub, author_name, author_email,
+                                   request_id, created_at, kind, note)
+            SELECT $1, $2, p.revision, $5, $6, $7, $8, p.updated_at, $9, $10 FROM p
+         ),
+         v AS (
+            INSERT INTO memory_versions (team, project, path, revision, deleted, sha256, content, size,
+                                         merged, created_at, disabled, named_paths, provenance)
+            SELECT $1, $2, t.p, p.revision, t.d, t.s, t.c, t.z, t.m, p.updated_at, t.x,
+                   ARRAY(SELECT jsonb_array_elements_text(t.n::jsonb)), $11
+            FROM p, UNNEST($12::text[], $13::bool[], $14::text[], $15::text[], $16::int[], $17::bool[],
+                           $18::bool[], $19::text[]) AS t(p, d, s, c, z, m, x, n)
+            RETURNING path, revision, deleted, sha256, content, size, disabled, named_paths, created_at
+         ),
+         m AS (
+            INSERT INTO memories (team, project, path, revision, deleted, sha256, content, size,
+                                  author_name, updated_at, disabled, named_paths, confirmed_at, rule_set)
+            SELECT $1, $2, path, revision, deleted, sha256, content, size, $6, created_at, disabled,
+                   named_paths, NULL, CASE WHEN deleted THEN NULL ELSE $20 END
+            FROM v
+            ON CONFLICT (team, project, path) DO UPDATE SET
+               revision = EXCLUDED.revision, deleted = EXCLUDED.deleted, sha256 = EXCLUDED.sha256,
+               content = EXCLUDED.content, size = EXCLUDED.size, author_name = EXCLUDED.author_name,
+               updated_at = EXCLUDED.updated_at, disabled = EXCLUDED.disabled,
+               named_paths = EXCLUDED.named_paths, confirmed_at = NULL, rule_set = EXCLUDED.rule_set
+         ),
+         c AS (
+            UPDATE proposals SET
+               status = CASE WHEN kind = 'due' AND $9 IN ('disable', 'rescan') THEN 'rejected'
+                             WHEN kind = 'flagged' AND $9 = 'enable' THEN 'approved'
+                             ELSE 'superseded' END,
+               reason = CASE WHEN kind = 'due' AND $9 IN ('disable', 'rescan')
+                             THEN coalesce(nullif($10, ''), format('disabled in revision %s', (SELECT revision FROM p)))
+                             ELSE reason END,
+               note = CASE WHEN kind = 'flagged' AND $9 = 'enable' THEN nullif($10, '') ELSE note END,
+               published_revision = CASE WHEN kind = 'flagged' AND $9 = 'enable' THEN (SELECT revision FROM p)
+                                         ELSE published_revision END,
+               reviewed_by = $6, reviewed_at = now()
+            WHERE team = $1 AND project = $2 AND path = ANY($12)
+              AND kind <> 'change' AND status IN ('due', 'flagged')
+            RETURNING id, path, kind, status, reason
+         ),
+         a AS (
+            INSERT INTO audit_log (team, project, actor_sub, actor_name, action, path, revision,
+                                   request_id, details)
+            SELECT $1, $2, $5, $6, x.action, x.path, p.revision, $8, x.details
+            FROM p, (
+               SELECT 0 AS part, t.n AS ord, t.a AS action, t.p AS path, t.d AS details
+               FROM UNNEST($12::text[], $21::text[], $22::jsonb[]) WITH ORDINALITY AS t(p, a, d, n)
+               UNION ALL
+               SELECT 1, c.id, CASE c.status WHEN 'rejected' THEN 'proposal_rejected'
+                                             WHEN 'approved' THEN 'proposal_approved'
+                                             ELSE 'proposal_superseded' END,
+                      c.path,
+                      jsonb_build_object('proposal_id', c.id, 'kind', c.kind, 'reason', c.reason,
+                                         'by', $9::text)
+               FROM c
+            ) x
+            ORDER BY x.part, x.ord
+         ),
+         i AS (
+            INSERT INTO idempotency_keys (team, project, sub, key, request_hash, status, response)
+            SELECT $1, $2, $23, $24, $25, 200, $26 WHERE $24::text IS NOT NULL
+            ON CONFLICT DO NOTHING RETURNING 1
          )
-         INSERT INTO memories (team, project, path, revision, deleted, sha256, content, size, author_name, updated_at,
-                               disabled, named_paths, confirmed_at, rule_set)
-         SELECT $1, $2, path, $3, deleted, sha256, content, size, $11, $4, disabled, named_paths, NULL,
-                CASE WHEN deleted THEN NULL ELSE $15 END
-         FROM v
-         ON CONFLICT (team, project, path) DO UPDATE SET
-            revision = EXCLUDED.revision, deleted = EXCLUDED.deleted, sha256 = EXCLUDED.sha256,
-            content = EXCLUDED.content, size = EXCLUDED.size, author_name = EXCLUDED.author_name,
-            updated_at = EXCLUDED.updated_at, disabled = EXCLUDED.disabled,
-            named_paths = EXCLUDED.named_paths, confirmed_at = NULL, rule_set = EXCLUDED.rule_set",
+         SELECT p.revision, p.updated_at, $24::text IS NULL OR EXISTS (SELECT 1 FROM i) FROM p",
     )
-    .bind(project.team())
-    .bind(project.as_str())
-    .bind(revision)
-    .bind(at)
-    .bind(&paths)
-    .bind(&deleted)
-    .bind(&shas)
-    .bind(&contents)
-    .bind(&sizes)
-    .bind(&merged)
-    .bind(author.name)
-    .bind(author.provenance)
-    .bind(&disabled)
-    .bind(&named)
-    .bind(memsync_core::scan::rule_set_id())
-    .execute(&mut *conn)
+    .bind(project.team()) // $1
+    .bind(project.as_str()) // $2
+    .bind(i32::try_from(files_delta).unwrap_or(i32::MAX)) // $3
+    .bind(bytes_delta) // $4
+    .bind(author.sub) // $5
+    .bind(author.name) // $6
+    .bind(author.email) // $7
+    .bind(author.request_id) // $8
+    .bind(author.kind) // $9
+    .bind(author.note) // $10
+    .bind(author.provenance) // $11
+    .bind(&paths) // $12
+    .bind(&deleted) // $13
+    .bind(&shas) // $14
+    .bind(&contents) // $15
+    .bind(&sizes) // $16
+    .bind(&merged) // $17
+    .bind(&disabled) // $18
+    .bind(&named) // $19
+    .bind(memsync_core::scan::rule_set_id()) // $20
+    .bind(record.actions) // $21
+    .bind(record.details) // $22
+    .bind(idem_sub) // $23
+    .bind(idem_key) // $24
+    .bind(idem_hash) // $25
+    .bind(idem_body) // $26
+    .fetch_one(&mut *conn)
     .await?;
-    Ok((revision, at))
+    Ok(Written {
+        revision,
+        at,
+        idempotency_stored,
+    })
 }
 
 /// The advisory lock held by whoever rescans ("memsync" and 2): one process at a time.

@@ -417,49 +417,6 @@ pub async fn materialise_due(
     .await
 }
 
-/// An open due or flagged item a revision closed: (id, path, kind, status, reason).
-pub type Closed = (i64, String, String, String, Option<String>);
-
-/// Closes the open due and flagged items of the paths a revision writes: what they were about
-/// is no longer there. A disable (by a reviewer, or a rescan) rejects a due item, as rejecting
-/// it would have done, with the revision's note as the reason; an enable approves a flagged
-/// item, as approving it would have done; any other write supersedes them.
-pub async fn close_for_revision(
-    conn: &mut PgConnection,
-    project: &ProjectId,
-    paths: &[String],
-    revision_kind: &str,
-    by: &str,
-    note: Option<&str>,
-    revision: i64,
-) -> sqlx::Result<Vec<Closed>> {
-    sqlx::query_as(
-        "UPDATE proposals SET
-            status = CASE WHEN kind = 'due' AND $4 IN ('disable', 'rescan') THEN 'rejected'
-                          WHEN kind = 'flagged' AND $4 = 'enable' THEN 'approved'
-                          ELSE 'superseded' END,
-            reason = CASE WHEN kind = 'due' AND $4 IN ('disable', 'rescan')
-                          THEN coalesce(nullif($6, ''), format('disabled in revision %s', $7::bigint))
-                          ELSE reason END,
-            note = CASE WHEN kind = 'flagged' AND $4 = 'enable' THEN nullif($6, '') ELSE note END,
-            published_revision = CASE WHEN kind = 'flagged' AND $4 = 'enable' THEN $7
-                                      ELSE published_revision END,
-            reviewed_by = $5, reviewed_at = now()
-         WHERE team = $1 AND project = $2 AND path = ANY($3)
-           AND kind <> 'change' AND status IN ('due', 'flagged')
-         RETURNING id, path, kind, status, reason",
-    )
-    .bind(project.team())
-    .bind(project.as_str())
-    .bind(paths)
-    .bind(revision_kind)
-    .bind(by)
-    .bind(note)
-    .bind(revision)
-    .fetch_all(&mut *conn)
-    .await
-}
-
 /// Confirms the live version of a memory (a reviewer read it and it still holds); false when
 /// the path is not live.
 pub async fn confirm_memory(

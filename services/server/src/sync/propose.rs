@@ -20,7 +20,7 @@ use super::push::{Reviewer, Stop, hold_mass_delete, plan, provenance_of};
 use super::{PushMeta, SyncLimits, feedback};
 use crate::error::{ApiError, ApiResult};
 use crate::store::audit::{self, AuditEvent};
-use crate::store::memories::LockedProject;
+use crate::store::memories::{LockedProject, PushSnapshot};
 use crate::store::proposals::{self, NewProposal};
 
 pub(super) async fn propose(
@@ -28,18 +28,22 @@ pub(super) async fn propose(
     limits: SyncLimits,
     meta: &PushMeta<'_>,
     locked: &LockedProject,
-    checked: Vec<CheckedChange>,
+    (checked, snapshot): (Vec<CheckedChange>, PushSnapshot),
     req: &PushRequest,
     reviewer: &mut Reviewer<'_>,
 ) -> Result<PushResponse, Stop> {
     let project = meta.project;
-    layout_rules(&mut *tx, meta, &checked, req.allow_purged).await?;
+    let failures = layout_rules(meta, &checked, req.allow_purged, &snapshot);
+    if !failures.is_empty() {
+        return Err(Stop::refused(failures));
+    }
     // What would change if this were published now: unchanged files and deletes of what is
     // gone propose nothing; a conflict is answered now, as to any push.
     let plan = plan(
         &mut *tx,
         project,
         &checked,
+        snapshot.current,
         limits.file.max_file_bytes,
         reviewer,
     )

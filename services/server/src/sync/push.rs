@@ -1,10 +1,16 @@
 //! A push, top to bottom: `push` (idempotency, then one transaction) runs `screen` (the checks
-//! that need no lock: the batch's static rules and the scanner), takes the project `lock`, then
-//! `apply`: the `layout_rules`, `plan` (each file's decision), `check` (the rules over the whole
-//! batch) and `commit` (the revision and its audit rows). Under `review = required`, a push by a
-//! member who is not a reviewer runs `propose` (in `propose.rs`) instead of `apply`: the same
-//! rules up to the plan, then proposals instead of a revision. A refusal at any step is a
-//! `Stop`: the transaction rolls back and the refusal is audited on its own.
+//! that need no lock: the batch's static rules and the scanner, and the keys it will look up),
+//! takes the project `lock`, reads what it needs in one `snapshot`, then `apply`: the
+//! `layout_rules`, `plan` (each file's decision), `check` (the rules over the whole batch) and
+//! `commit` (the revision, its audit rows and the stored answer, in one statement). Under
+//! `review = required`, a push by a member who is not a reviewer runs `propose` (in
+//! `propose.rs`) instead of `apply`: the same rules up to the plan, then proposals instead of a
+//! revision. A refusal at any step is a `Stop`: the transaction rolls back and the refusal is
+//! audited on its own.
+//!
+//! The project lock serialises a project's pushes, so the time it is held bounds a project's
+//! pushes per second: in the common case (files that exist, no merge, no feedback rule, no
+//! index to rebuild) it is held for four round trips: lock, snapshot, commit statement, COMMIT.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -18,13 +24,15 @@ use serde_json::json;
 use sqlx::{PgConnection, PgPool};
 
 use super::decide::{Decision, decide};
-use super::layout::layout_rules;
+use super::layout::{BatchKeys, layout_rules};
 use super::{PushMeta, PushOutcome, SyncLimits, feedback, index, propose};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::store::audit::{self, AuditEvent};
-use crate::store::memories::{self, Author, NewState, Stored, rfc3339};
-use crate::store::{idempotency, proposals};
+use crate::store::idempotency;
+use crate::store::memories::{
+    self, Author, NewState, PushSnapshot, RevisionRecord, Stored, rfc3339,
+};
 
 /// A push that stopped before committing: the error to answer and the audit event that records
 /// the refusal (written after the transaction is rolled back, outside it).
@@ -132,13 +140,13 @@ pub async fn push(
         return replay(stored, &meta.request_hash);
     }
     let checked = screen(pool, limits, &meta, &audit_base, &req).await?;
+    let keys = BatchKeys::of(&checked);
 
     let mut tx = pool.begin().await?;
     let locked = lock(&mut tx, project).await?;
+    let mut snapshot = keys.snapshot(&mut tx, &meta, meta.idempotency_key).await?;
     // A concurrent retry with the same key may have committed while we waited for the lock.
-    if let Some(key) = meta.idempotency_key
-        && let Some(stored) = idempotency::find(&mut *tx, project.into(), &actor.sub, key).await?
-    {
+    if let Some(stored) = snapshot.replay.take() {
         return replay(stored, &meta.request_hash);
     }
     let mut reviewer = Reviewer::new(meta.principal, project);
@@ -150,24 +158,25 @@ pub async fn push(
             limits,
             &meta,
             &locked,
-            checked,
+            (checked, snapshot),
             &req,
             &mut reviewer,
         )
         .await
+        .map(|r| (r, false))
     } else {
         apply(
             &mut tx,
             limits,
             &meta,
             &locked,
-            checked,
+            (checked, snapshot),
             &req,
             &mut reviewer,
         )
         .await
     };
-    let response = match applied {
+    let (response, key_stored) = match applied {
         Ok(r) => r,
         Err(stop) => {
             drop(tx);
@@ -180,7 +189,7 @@ pub async fn push(
     } else {
         202
     };
-    if let Some(key) = meta.idempotency_key {
+    if let Some(key) = meta.idempotency_key.filter(|_| !key_stored) {
         let body = serde_json::to_value(&response).map_err(|e| ApiError::Internal(e.into()))?;
         if !idempotency::store(
             &mut *tx,
@@ -226,10 +235,13 @@ pub async fn push_in(
 ) -> ApiResult<PushResponse> {
     let audit_base = audit_base(meta);
     let checked = screen(pool, limits, meta, &audit_base, req).await?;
+    let keys = BatchKeys::of(&checked);
     let locked = lock(tx, meta.project).await?;
+    let snapshot = keys.snapshot(tx, meta, None).await?;
     let mut reviewer = Reviewer::new(meta.principal, meta.project);
-    match apply(tx, limits, meta, &locked, checked, req, &mut reviewer).await {
-        Ok(r) => Ok(r),
+    let batch = (checked, snapshot);
+    match apply(tx, limits, meta, &locked, batch, req, &mut reviewer).await {
+        Ok((r, _)) => Ok(r),
         Err(stop) => Err(stop.finish(pool, &audit_base).await),
     }
 }
@@ -288,21 +300,26 @@ async fn lock(tx: &mut PgConnection, project: &ProjectId) -> ApiResult<memories:
 }
 
 /// Everything under the project lock, in three steps: `plan` decides each file, `check` holds the
-/// plan to the rules over the whole batch, `commit` writes the revision and its audit rows.
+/// plan to the rules over the whole batch, `commit` writes the revision and its audit rows (and,
+/// for a client's push, its stored answer: the `bool`, true when it was stored).
 async fn apply(
     tx: &mut PgConnection,
     limits: SyncLimits,
     meta: &PushMeta<'_>,
     locked: &memories::LockedProject,
-    checked: Vec<CheckedChange>,
+    (checked, snapshot): (Vec<CheckedChange>, PushSnapshot),
     req: &PushRequest,
     reviewer: &mut Reviewer<'_>,
-) -> Result<PushResponse, Stop> {
-    layout_rules(&mut *tx, meta, &checked, req.allow_purged).await?;
+) -> Result<(PushResponse, bool), Stop> {
+    let failures = layout_rules(meta, &checked, req.allow_purged, &snapshot);
+    if !failures.is_empty() {
+        return Err(Stop::refused(failures));
+    }
     let mut plan = plan(
         &mut *tx,
         meta.project,
         &checked,
+        snapshot.current,
         limits.file.max_file_bytes,
         reviewer,
     )
@@ -334,11 +351,10 @@ pub(super) async fn plan(
     tx: &mut PgConnection,
     project: &ProjectId,
     checked: &[CheckedChange],
+    current: HashMap<String, Stored>,
     max_file_bytes: usize,
     reviewer: &mut Reviewer<'_>,
 ) -> Result<Plan, Stop> {
-    let paths: Vec<String> = checked.iter().map(|c| c.path.as_str().to_owned()).collect();
-    let current = memories::current(&mut *tx, project, &paths).await?;
     let disabled: Vec<&str> = checked
         .iter()
         .filter(|c| c.op == PushOp::Put)
@@ -593,26 +609,32 @@ async fn deltas(
     Ok((files_delta, bytes_delta))
 }
 
-/// Step 4: the new revision and its audit rows (sizes only: content hashes stay in
-/// `memory_versions`, where a purge can erase them), in the caller's transaction.
+/// Step 4: the new revision, its audit rows (sizes only: content hashes stay in
+/// `memory_versions`, where a purge can erase them), the review items it closes and, for a
+/// client's push with an `Idempotency-Key`, its stored answer, in one statement of the caller's
+/// transaction. The answer is built first: under the lock the new revision is the locked one
+/// plus one, at the transaction's time. The `bool`: the answer was stored with the revision.
 async fn commit(
     tx: &mut PgConnection,
     meta: &PushMeta<'_>,
     locked: &memories::LockedProject,
     ready: Ready,
     client: Option<&Provenance>,
-) -> ApiResult<PushResponse> {
+) -> ApiResult<(PushResponse, bool)> {
     let project = meta.project;
     let actor = &meta.principal.claims;
     if ready.states.is_empty() {
-        return Ok(PushResponse {
-            project: project.to_string(),
-            revision: locked.revision,
-            created_revision: false,
-            changes: Vec::new(),
-            merged: Vec::new(),
-            proposed: Vec::new(),
-        });
+        return Ok((
+            PushResponse {
+                project: project.to_string(),
+                revision: locked.revision,
+                created_revision: false,
+                changes: Vec::new(),
+                merged: Vec::new(),
+                proposed: Vec::new(),
+            },
+            false,
+        ));
     }
     let states = ready.states;
     let provenance = meta
@@ -630,16 +652,6 @@ async fn commit(
         note: meta.note,
         provenance: &provenance_json,
     };
-    let (revision, at) = memories::write_revision(
-        &mut *tx,
-        project,
-        &author,
-        &states,
-        ready.files_delta,
-        ready.bytes_delta,
-    )
-    .await?;
-    let paths: Vec<String> = states.iter().map(|s| s.path.clone()).collect();
     let actions: Vec<&str> = states
         .iter()
         .map(|s| match (&s.content, s.merged) {
@@ -657,14 +669,9 @@ async fn commit(
             })
         })
         .collect();
-    let event = AuditEvent {
-        revision: Some(revision),
-        ..audit_base(meta)
-    };
-    audit::record_paths(&mut *tx, &event, &paths, &actions, &details).await?;
-    close_review_items(&mut *tx, meta, &event, &paths, revision).await?;
-    let updated_at = rfc3339(at);
-    Ok(PushResponse {
+    let revision = locked.revision + 1;
+    let updated_at = rfc3339(locked.at);
+    let response = PushResponse {
         project: project.to_string(),
         revision,
         created_revision: true,
@@ -674,58 +681,51 @@ async fn commit(
             .map(|s| s.path.clone())
             .collect(),
         changes: states
-            .into_iter()
+            .iter()
             .map(|s| FileState {
                 sha256: s.sha256(),
-                path: s.path,
+                path: s.path.clone(),
                 revision,
                 deleted: s.content.is_none(),
-                content: s.content,
+                content: s.content.clone(),
                 author: actor.name.clone(),
                 updated_at: updated_at.clone(),
-                named_paths: s.named_paths,
+                named_paths: s.named_paths.clone(),
             })
             .collect(),
         proposed: Vec::new(),
-    })
-}
-
-/// A revision closes the open due and flagged items of the memories it writes (see
-/// `proposals::close_for_revision`), audited with the revision.
-async fn close_review_items(
-    tx: &mut PgConnection,
-    meta: &PushMeta<'_>,
-    event: &AuditEvent<'_>,
-    paths: &[String],
-    revision: i64,
-) -> ApiResult<()> {
-    let closed = proposals::close_for_revision(
+    };
+    let body = match meta.idempotency_key {
+        Some(_) => Some(serde_json::to_value(&response).map_err(|e| ApiError::Internal(e.into()))?),
+        None => None,
+    };
+    let written = memories::write_revision(
         &mut *tx,
-        meta.project,
-        paths,
-        meta.kind,
-        &meta.principal.claims.name,
-        meta.note,
-        revision,
+        project,
+        &author,
+        &states,
+        (ready.files_delta, ready.bytes_delta),
+        &RevisionRecord {
+            actions: &actions,
+            details: &details,
+            idempotency: meta
+                .idempotency_key
+                .zip(body.as_ref())
+                .map(|(key, body)| (actor.sub.as_str(), key, meta.request_hash.as_str(), body)),
+        },
     )
     .await?;
-    if closed.is_empty() {
-        return Ok(());
+    // The answer was built for the locked revision plus one at the transaction's time; anything
+    // else would be a stored answer that lies.
+    if written.revision != revision || written.at != locked.at {
+        return Err(ApiError::Internal(anyhow::anyhow!(
+            "revision {} at {} written, {revision} at {} expected under the project lock",
+            written.revision,
+            written.at,
+            locked.at
+        )));
     }
-    let mut paths = Vec::with_capacity(closed.len());
-    let mut actions = Vec::with_capacity(closed.len());
-    let mut details = Vec::with_capacity(closed.len());
-    for (id, path, kind, status, reason) in closed {
-        actions.push(match status.as_str() {
-            "rejected" => "proposal_rejected",
-            "approved" => "proposal_approved",
-            _ => "proposal_superseded",
-        });
-        details.push(json!({ "proposal_id": id, "kind": kind, "reason": reason, "by": meta.kind }));
-        paths.push(path);
-    }
-    audit::record_paths(&mut *tx, event, &paths, &actions, &details).await?;
-    Ok(())
+    Ok((response, written.idempotency_stored && body.is_some()))
 }
 
 /// The provenance of a push's versions: who pushed, with which token, and what the client said.
