@@ -1221,3 +1221,58 @@ pub async fn metric_value(server: &Server, line_prefix: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(line_prefix))
         .and_then(|v| v.trim().parse().ok())
 }
+
+/// git with no user or system configuration (its own `$HOME`), never prompting, in `cwd` when
+/// given: the git the export tests clone and inspect with.
+pub fn git_output(cwd: Option<&Path>, args: &[&str]) -> std::process::Output {
+    let home = std::env::temp_dir().join("memsync-test-git-home");
+    std::fs::create_dir_all(&home).expect("home");
+    let mut cmd = Command::new("git");
+    cmd.args(args)
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_DIR");
+    if let Some(d) = cwd {
+        cmd.current_dir(d);
+    }
+    cmd.output().expect("run git")
+}
+
+/// [`git_output`] that must succeed; its stdout.
+pub fn git(cwd: Option<&Path>, args: &[&str]) -> String {
+    let out = git_output(cwd, args);
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+/// `--git-dir=<repo>`.
+pub fn gd(repo: &Path) -> String {
+    format!("--git-dir={}", repo.display())
+}
+
+/// Which of `servers` says it runs the git export (`memsync_export_leader`); waits up to
+/// `within` until exactly one does.
+pub async fn export_leader(servers: &[&Server], within: Duration) -> usize {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let mut leading = Vec::new();
+        for (i, s) in servers.iter().enumerate() {
+            if metric_value(s, "memsync_export_leader ").await == Some(1.0) {
+                leading.push(i);
+            }
+        }
+        if let [one] = leading[..] {
+            return one;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "expected exactly one replica to run the export, these do: {leading:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

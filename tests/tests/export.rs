@@ -4,7 +4,6 @@
 //! Real PostgreSQL, the real server binary, real git.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use memsync_e2e::*;
@@ -14,36 +13,6 @@ const P: &str = "acme/api";
 
 fn note(name: &str, body: &str) -> String {
     memory(name, &format!("about {name}"), "project", body)
-}
-
-/// git with no user or system configuration, never prompting.
-fn git_output(cwd: Option<&Path>, args: &[&str]) -> Output {
-    let home = std::env::temp_dir().join("memsync-export-test-home");
-    std::fs::create_dir_all(&home).expect("home");
-    let mut cmd = Command::new("git");
-    cmd.args(args)
-        .env("HOME", &home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR");
-    if let Some(d) = cwd {
-        cmd.current_dir(d);
-    }
-    cmd.output().expect("run git")
-}
-
-fn git(cwd: Option<&Path>, args: &[&str]) -> String {
-    let out = git_output(cwd, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf8")
-}
-
-fn gd(repo: &Path) -> String {
-    format!("--git-dir={}", repo.display())
 }
 
 #[derive(Debug)]

@@ -7,7 +7,7 @@
 //! real git.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use memsync_e2e::*;
@@ -17,36 +17,6 @@ const P: &str = "acme/api";
 
 fn note(name: &str, body: &str) -> String {
     memory(name, &format!("about {name}"), "project", body)
-}
-
-/// git with no user or system configuration, never prompting.
-fn git_output(cwd: Option<&Path>, args: &[&str]) -> Output {
-    let home = std::env::temp_dir().join("memsync-replica-git-test-home");
-    std::fs::create_dir_all(&home).expect("home");
-    let mut cmd = Command::new("git");
-    cmd.args(args)
-        .env("HOME", &home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR");
-    if let Some(d) = cwd {
-        cmd.current_dir(d);
-    }
-    cmd.output().expect("run git")
-}
-
-fn git(cwd: Option<&Path>, args: &[&str]) -> String {
-    let out = git_output(cwd, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf8")
-}
-
-fn gd(repo: &Path) -> String {
-    format!("--git-dir={}", repo.display())
 }
 
 fn clone_url(server: &Server, token: &str) -> String {
@@ -153,25 +123,9 @@ async fn wait_copy(copy: &Path, n: i64) {
     }
 }
 
-/// Which of `servers` says it runs the export; waits until exactly one does.
+/// Which of `servers` (the living ones) runs the export; waits until exactly one does.
 async fn leader(servers: &[&Server]) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let mut leading = Vec::new();
-        for (i, s) in servers.iter().enumerate() {
-            if metric_value(s, "memsync_export_leader ").await == Some(1.0) {
-                leading.push(i);
-            }
-        }
-        if let [one] = leading[..] {
-            return one;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "expected exactly one replica to run the export, these do: {leading:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    export_leader(servers, Duration::from_secs(30)).await
 }
 
 async fn push_ok(c: &Client, changes: Vec<Value>) -> Value {

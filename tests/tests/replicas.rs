@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use memsync_e2e::*;
@@ -20,34 +19,6 @@ const P: &str = "acme/api";
 
 fn note(name: &str, body: &str) -> String {
     memory(name, &format!("about {name}"), "project", body)
-}
-
-/// git with no user or system configuration, never prompting.
-fn git_output(args: &[&str]) -> Output {
-    let home = std::env::temp_dir().join("memsync-replicas-test-home");
-    std::fs::create_dir_all(&home).expect("home");
-    Command::new("git")
-        .args(args)
-        .env("HOME", &home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR")
-        .output()
-        .expect("run git")
-}
-
-fn git(args: &[&str]) -> String {
-    let out = git_output(args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf8")
-}
-
-fn gd(repo: &Path) -> String {
-    format!("--git-dir={}", repo.display())
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -61,13 +32,16 @@ struct Commit {
 
 /// The mirror branch's commits, oldest first (empty while it has none).
 fn commits(repo: &Path) -> Vec<Commit> {
-    let out = git_output(&[
-        &gd(repo),
-        "log",
-        "--reverse",
-        "--format=%H%x1f%P%x1f%an <%ae>%x1f%(trailers:key=Memsync-Revision,valueonly,separator=%x2C)%x1f%(trailers:key=Memsync-Project,valueonly,separator=%x2C)%x1e",
-        "main",
-    ]);
+    let out = git_output(
+        None,
+        &[
+            &gd(repo),
+            "log",
+            "--reverse",
+            "--format=%H%x1f%P%x1f%an <%ae>%x1f%(trailers:key=Memsync-Revision,valueonly,separator=%x2C)%x1f%(trailers:key=Memsync-Project,valueonly,separator=%x2C)%x1e",
+            "main",
+        ],
+    );
     if !out.status.success() {
         return Vec::new();
     }
@@ -99,7 +73,7 @@ fn one_to(n: i64) -> Vec<String> {
 
 /// Every change of every commit reachable in the repository, as text.
 fn all_patches(repo: &Path) -> String {
-    git(&[&gd(repo), "log", "-p", "--all"])
+    git(None, &[&gd(repo), "log", "-p", "--all"])
 }
 
 fn local_export(server: &Server) -> PathBuf {
@@ -131,25 +105,9 @@ async fn wait_mirror(mirror: &Path, n: i64) {
     }
 }
 
-/// Which of `servers` (the living ones) says it runs the export; waits until exactly one does.
+/// Which of `servers` (the living ones) runs the export; waits until exactly one does.
 async fn leader(servers: &[&Server]) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let mut leading = Vec::new();
-        for (i, s) in servers.iter().enumerate() {
-            if metric_value(s, "memsync_export_leader ").await == Some(1.0) {
-                leading.push(i);
-            }
-        }
-        if let [one] = leading[..] {
-            return one;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "expected exactly one replica to run the export, these do: {leading:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    export_leader(servers, Duration::from_secs(20)).await
 }
 
 /// Which of `servers` (index, server) own a session holding the export's advisory lock in this
@@ -474,7 +432,10 @@ async fn every_revision_reaches_the_mirror_once_and_the_export_survives_its_repl
     let db = TestDb::new().await;
     let mirrors = tempfile::tempdir().expect("mirrors");
     let mirror = mirrors.path().join("acme-api.git");
-    git(&["init", "-q", "--bare", mirror.to_str().expect("utf8")]);
+    git(
+        None,
+        &["init", "-q", "--bare", mirror.to_str().expect("utf8")],
+    );
     let template = format!("{}/{{team}}-{{name}}.git", mirrors.path().display());
     let args = [
         "--mirror-url-template",
@@ -612,7 +573,10 @@ async fn every_revision_reaches_the_mirror_once_and_the_export_survives_its_repl
     wait_mirror(&mirror, n).await;
     assert_history(&db, &mirror, n, &by).await;
     assert!(!all_patches(&mirror).contains(&canary));
-    let objects = git_output(&[&gd(&old_copy), "cat-file", "--batch-all-objects", "--batch"]);
+    let objects = git_output(
+        None,
+        &[&gd(&old_copy), "cat-file", "--batch-all-objects", "--batch"],
+    );
     assert!(objects.status.success() && objects.stdout.len() > 1000);
     assert!(
         !objects
@@ -622,8 +586,8 @@ async fn every_revision_reaches_the_mirror_once_and_the_export_survives_its_repl
         "the stale copy was rebuilt, not continued"
     );
     assert_eq!(
-        git(&[&gd(&old_copy), "rev-parse", "main"]),
-        git(&[&gd(&mirror), "rev-parse", "main"])
+        git(None, &[&gd(&old_copy), "rev-parse", "main"]),
+        git(None, &[&gd(&mirror), "rev-parse", "main"])
     );
     assert_eq!(
         lock_holders(&db, &[(first, &replicas[first])]).await,
