@@ -123,3 +123,111 @@ async fn a_pusher_is_never_told_its_own_write_is_missing() {
         );
     }
 }
+
+/// The next notification on `listener` within `within`, as `(channel, payload)`.
+async fn next_note(
+    listener: &mut sqlx::postgres::PgListener,
+    within: Duration,
+) -> Option<(String, String)> {
+    match tokio::time::timeout(within, listener.recv()).await {
+        Ok(Ok(n)) => Some((n.channel().to_owned(), n.payload().to_owned())),
+        Ok(Err(e)) => panic!("the listener failed: {e}"),
+        Err(_) => None,
+    }
+}
+
+/// Waits until both announcements of `project` at `revision` were heard (revision bus and
+/// exporter), ignoring others; false after 5 s.
+async fn heard_both(
+    listener: &mut sqlx::postgres::PgListener,
+    project: &str,
+    revision: i64,
+) -> bool {
+    let want_rev = format!("{project} {revision}");
+    let (mut rev, mut export) = (false, false);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !(rev && export) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some((channel, payload)) = next_note(listener, left).await else {
+            return false;
+        };
+        rev |= channel == "memsync_revision" && payload == want_rev;
+        export |= channel == "memsync_export" && payload == project;
+    }
+    true
+}
+
+/// A client push keeps `pg_notify` out of its transaction (notifying transactions commit one at
+/// a time) and its replica announces the revision right after the commit; every other writer is
+/// announced by the triggers in its own transaction, as before.
+#[tokio::test]
+async fn a_push_is_announced_after_its_commit_and_other_writers_by_the_triggers() {
+    let db = TestDb::new().await;
+    let server = Server::start_with(Some(db.url.clone()), None, &[]);
+    let mut listener = sqlx::postgres::PgListener::connect(&db.url).await.unwrap();
+    listener
+        .listen_all(["memsync_revision", "memsync_export"])
+        .await
+        .unwrap();
+    let alice = server.client(&forge_token("alice", &[("acme", "member")], false));
+    let r = alice
+        .push(
+            P,
+            &batch(vec![put(
+                "a.md",
+                &memory("A", "a", "project", "\nA\n"),
+                None,
+            )]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let pushed = r.body["revision"].as_i64().unwrap();
+    assert!(
+        heard_both(&mut listener, P, pushed).await,
+        "the push's revision was announced to the bus and the exporter"
+    );
+
+    // The triggers are silent in a transaction that takes the announcement upon itself...
+    let mut c = db.connect().await;
+    let mut tx = c.begin().await.unwrap();
+    sqlx::query("SELECT set_config('memsync.notify_after_commit', 'on', true)")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE projects SET revision = revision + 1 WHERE project = $1")
+        .bind(P)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        next_note(&mut listener, Duration::from_millis(500)).await,
+        None,
+        "nothing announced from inside the transaction"
+    );
+    // ...and the setting does not outlive it: the next writer on the connection is announced.
+    sqlx::query("UPDATE projects SET revision = revision + 1 WHERE project = $1")
+        .bind(P)
+        .execute(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        next_note(&mut listener, Duration::from_secs(5)).await,
+        Some(("memsync_revision".into(), format!("{P} {}", pushed + 2)))
+    );
+
+    // An admin's write (not a client push) is announced by the triggers at its commit.
+    let ann = server.client(&forge_token("ann", &[("acme", "admin")], false));
+    let r = ann
+        .send(
+            ann.http
+                .post(format!("{}/v1/admin/projects/{P}/delete", ann.base))
+                .bearer_auth(&ann.token)
+                .json(&serde_json::json!({ "path": "a.md", "reason": "cleanup" })),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let deleted = r.body["revision"].as_i64().unwrap();
+    assert_eq!(deleted, pushed + 3);
+    assert!(heard_both(&mut listener, P, deleted).await);
+}

@@ -2,8 +2,10 @@
 //! pull asking for what the client already has is answered after authentication with no database
 //! round trip.
 //!
-//! The database announces every new revision on `memsync_revision` when the writing transaction
-//! commits (a trigger on `projects`, migration 9). A replica listens, and loads every project's
+//! Every new revision is announced on `memsync_revision`: by the replica that wrote it right after
+//! its commit for a client push ([`announce`], which keeps pushes committing together), else by
+//! a trigger on `projects` when the writing transaction commits (migrations 9 and 11). A replica
+//! listens, and loads every project's
 //! revision whenever its listener (re)connects and every 30 s. Until that load is done — at start,
 //! or after the listener lost its connection — the bus knows nothing and pulls go to the
 //! database, so a replica never answers from a view it cannot keep current.
@@ -31,6 +33,8 @@ use std::time::Duration;
 use memsync_core::ProjectId;
 use sqlx::PgPool;
 use tokio::sync::{broadcast, watch};
+
+pub mod announce;
 
 /// The channel the revision trigger announces on.
 pub const CHANNEL: &str = "memsync_revision";

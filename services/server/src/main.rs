@@ -107,6 +107,8 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     revocations.spawn_watcher(db.pool.clone());
     let bus = memsync_server::bus::RevisionBus::default();
     bus.spawn(db.pool.clone());
+    let announcer = memsync_server::bus::announce::Announcer::default();
+    announcer.spawn(db.pool.clone());
     spawn_housekeeping(db.pool.clone());
     let state = AppState {
         pool: db.pool.clone(),
@@ -117,6 +119,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         max_body_bytes: cfg.max_body_bytes,
         db_health,
         bus,
+        announcer: announcer.clone(),
         live: memsync_server::live::Live::new(cfg.live),
         console,
     };
@@ -164,6 +167,8 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         }
     };
     tracing::info!("shutting down");
+    // What was committed is announced before the connections close.
+    announcer.flush(std::time::Duration::from_secs(2)).await;
     db.close().await;
     served.context("serving HTTP")
 }

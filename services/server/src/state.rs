@@ -22,6 +22,8 @@ pub struct AppState {
     pub db_health: DbHealth,
     /// Every project's current revision, kept current by LISTEN/NOTIFY (`crate::bus`).
     pub bus: crate::bus::RevisionBus,
+    /// Announces client pushes' revisions after they commit (`crate::bus::announce`).
+    pub announcer: crate::bus::announce::Announcer,
     /// Long-polls' and event streams' limits, open counts and shutdown signal.
     pub live: crate::live::Live,
     /// The admin console's session settings and origin.

@@ -292,7 +292,7 @@ async fn publish(
     let mut tx = pool.begin().await?;
     // The project first, as every push takes it, then the item: no deadlock with a push that
     // supersedes this proposal.
-    memories::lock_project(&mut tx, project).await?;
+    memories::lock_project(&mut tx, project, false).await?;
     lock_open(&mut tx, p).await?;
     let resp = sync::push_in(&mut tx, pool, limits, &meta, &req).await?;
     let revision = resp.created_revision.then_some(resp.revision);

@@ -258,20 +258,28 @@ pub async fn ensure_project(conn: &mut PgConnection, project: &ProjectId) -> sql
 
 /// Locks the project row: pushes to one project are applied one at a time, so revisions are
 /// consecutive and every push sees the one before it.
+///
+/// `announce_after_commit`: the caller announces the revision it writes once it has committed
+/// (`crate::bus::announce`), so the triggers stay silent in this transaction.
 pub async fn lock_project(
     conn: &mut PgConnection,
     project: &ProjectId,
+    announce_after_commit: bool,
 ) -> sqlx::Result<Option<LockedProject>> {
-    let row: Option<(i64, i32, bool, bool, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT revision, files, archived_at IS NOT NULL, review = 'required', now()
+    // set_config in the select list: evaluated for the locked row (and only then matters).
+    let row: Option<(i64, i32, bool, bool, DateTime<Utc>, String)> = sqlx::query_as(
+        "SELECT revision, files, archived_at IS NOT NULL, review = 'required', now(),
+                set_config($3, CASE WHEN $4 THEN 'on' ELSE '' END, true)
          FROM projects WHERE team = $1 AND project = $2 FOR UPDATE",
     )
     .bind(project.team())
     .bind(project.as_str())
+    .bind(crate::bus::announce::AFTER_COMMIT_SETTING)
+    .bind(announce_after_commit)
     .fetch_optional(&mut *conn)
     .await?;
     Ok(row.map(
-        |(revision, files, archived, review_required, at)| LockedProject {
+        |(revision, files, archived, review_required, at, _)| LockedProject {
             revision,
             files: files.into(),
             archived,

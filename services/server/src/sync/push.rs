@@ -27,6 +27,7 @@ use super::decide::{Decision, decide};
 use super::layout::{BatchKeys, layout_rules};
 use super::{PushMeta, PushOutcome, SyncLimits, feedback, index, propose};
 use crate::auth::Principal;
+use crate::bus::announce::Announcer;
 use crate::error::{ApiError, ApiResult};
 use crate::store::audit::{self, AuditEvent};
 use crate::store::idempotency;
@@ -125,8 +126,11 @@ fn audit_base<'a>(meta: &'a PushMeta<'a>) -> AuditEvent<'a> {
     }
 }
 
+/// A client's push, in its own transaction. Its new revision is announced by `announcer` once
+/// committed (see `crate::bus::announce`); every other writer goes through [`push_in`].
 pub async fn push(
     pool: &PgPool,
+    announcer: &Announcer,
     limits: SyncLimits,
     meta: PushMeta<'_>,
     req: PushRequest,
@@ -143,7 +147,7 @@ pub async fn push(
     let keys = BatchKeys::of(&checked);
 
     let mut tx = pool.begin().await?;
-    let locked = lock(&mut tx, project).await?;
+    let locked = lock(&mut tx, project, true).await?;
     let mut snapshot = keys.snapshot(&mut tx, &meta, meta.idempotency_key).await?;
     // A concurrent retry with the same key may have committed while we waited for the lock.
     if let Some(stored) = snapshot.replay.take() {
@@ -213,7 +217,17 @@ pub async fn push(
             };
         }
     }
-    tx.commit().await?;
+    // Armed before the commit: a request cancelled while committing still announces.
+    let announcement = response
+        .created_revision
+        .then(|| announcer.pending(project.as_str(), response.revision));
+    if let Err(e) = tx.commit().await {
+        if let Some(a) = announcement {
+            a.cancel();
+        }
+        return Err(e.into());
+    }
+    drop(announcement);
     Ok(if status == 202 {
         PushOutcome::Proposed(response)
     } else {
@@ -236,7 +250,7 @@ pub async fn push_in(
     let audit_base = audit_base(meta);
     let checked = screen(pool, limits, meta, &audit_base, req).await?;
     let keys = BatchKeys::of(&checked);
-    let locked = lock(tx, meta.project).await?;
+    let locked = lock(tx, meta.project, false).await?;
     let snapshot = keys.snapshot(tx, meta, None).await?;
     let mut reviewer = Reviewer::new(meta.principal, meta.project);
     let batch = (checked, snapshot);
@@ -277,12 +291,16 @@ async fn screen(
 
 /// Locks the project row (creating the project on its first push); pushes to one project are
 /// applied one at a time.
-async fn lock(tx: &mut PgConnection, project: &ProjectId) -> ApiResult<memories::LockedProject> {
-    let locked = match memories::lock_project(&mut *tx, project).await? {
+async fn lock(
+    tx: &mut PgConnection,
+    project: &ProjectId,
+    announce_after_commit: bool,
+) -> ApiResult<memories::LockedProject> {
+    let locked = match memories::lock_project(&mut *tx, project, announce_after_commit).await? {
         Some(l) => l,
         None => {
             memories::ensure_project(&mut *tx, project).await?;
-            memories::lock_project(&mut *tx, project)
+            memories::lock_project(&mut *tx, project, announce_after_commit)
                 .await?
                 .ok_or_else(|| {
                     ApiError::Internal(anyhow::anyhow!("project vanished after creation"))
