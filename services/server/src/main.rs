@@ -110,7 +110,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     let announcer = memsync_server::bus::announce::Announcer::default();
     announcer.spawn(db.pool.clone());
     spawn_housekeeping(db.pool.clone());
-    let state = AppState {
+    let state = AppState::from(memsync_server::state::Shared {
         pool: db.pool.clone(),
         keys,
         revocations,
@@ -122,7 +122,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         announcer: announcer.clone(),
         live: memsync_server::live::Live::new(cfg.live),
         console,
-    };
+    });
     let live = state.live.clone();
     let app = http::router(state, cfg.request_timeout);
     let listener = match http::serve::bind(cfg.listen) {

@@ -1,5 +1,7 @@
 //! What every request handler shares: the pool, the signing keys and revocation set, the sync
-//! limits, metrics, the database's health, and the console's settings. Built once in `serve`, cloned per request.
+//! limits, metrics, the database's health, and the console's settings. Built once in `serve`;
+//! every layer and handler of every request clones it, so it is one `Arc` (a clone of a dozen
+//! `Arc`s and their drops were 6 % of a no-change pull's CPU).
 
 use std::sync::Arc;
 
@@ -11,7 +13,23 @@ use crate::http::metrics::Metrics;
 use crate::sync::SyncLimits;
 
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl From<Shared> for AppState {
+    fn from(shared: Shared) -> AppState {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub struct Shared {
     pub pool: PgPool,
     pub keys: Arc<Keys>,
     pub revocations: Revocations,

@@ -214,9 +214,27 @@ pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Arc<Exporter>> {
     if ex.cfg.paused {
         tracing::info!("the git exporter is paused in this process (--export-paused)");
     } else {
-        worker::spawn(pool, ex.clone());
+        worker::spawn(own_pool(&pool), ex.clone());
     }
     Ok(ex)
+}
+
+/// The exporter's own two connections, closed with `pool`: under a push load the request pool
+/// is always busy, and an exporter queueing behind 64 pushes for each query fell ever further
+/// behind them.
+fn own_pool(pool: &PgPool) -> PgPool {
+    let own = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .min_connections(0)
+        .idle_timeout(Duration::from_secs(60))
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_lazy_with((*pool.connect_options()).clone());
+    let (main, closing) = (pool.clone(), own.clone());
+    tokio::spawn(async move {
+        main.close_event().await;
+        closing.close().await;
+    });
+    own
 }
 
 /// How long a purge waits for the export's rewrite before answering that it did not finish.

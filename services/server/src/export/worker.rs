@@ -15,8 +15,12 @@ use super::{Exporter, bump, repo};
 use crate::store::{history, outbox};
 
 /// Revisions read from Postgres and committed at a time, at most; and their content at most.
-const BATCH: i64 = 64;
+const BATCH: i64 = 512;
 const BATCH_BYTES: i64 = 32 * 1024 * 1024;
+/// Packs in a repository above which they are merged.
+const MAX_PACKS: usize = 16;
+/// The shortest time between the starts of two export passes.
+const PASS_GAP: std::time::Duration = std::time::Duration::from_millis(100);
 
 pub fn spawn(pool: PgPool, ex: Arc<Exporter>) {
     tokio::spawn(async move {
@@ -25,10 +29,18 @@ pub fn spawn(pool: PgPool, ex: Arc<Exporter>) {
         let mut listener: Option<PgListener> = None;
         // Since taking the lock, a pass has compared every repository with its project.
         let mut reconciled = false;
+        let mut last_pass: Option<tokio::time::Instant> = None;
         loop {
             if pool.is_closed() {
                 return;
             }
+            // At most one pass per PASS_GAP: a push after a quiet spell is exported at once,
+            // a steady stream of pushes in batches (a pass per push cost the exporter more than
+            // the push itself: a pack, a branch update and the queries, for one revision).
+            if let Some(at) = last_pass {
+                tokio::time::sleep_until(at + PASS_GAP).await;
+            }
+            last_pass = Some(tokio::time::Instant::now());
             if listener.is_none() {
                 listener = listen(&pool).await;
             }
@@ -374,9 +386,11 @@ async fn rebuild(pool: &PgPool, ex: &Exporter, project: &ProjectId) -> anyhow::R
     Ok(())
 }
 
-/// Packs loose objects once there are many, and packs once there are many (the thresholds of
-/// `git gc --auto`). Only `git repack`, never `gc`: a gc outliving a killed server would lock
-/// the branch while it packs refs.
+/// Packs loose objects once there are many (the threshold of `git gc --auto`; the exporter
+/// writes packs, but a repository may come from an older version), and merges packs once there
+/// are a few: geometrically (`--geometric=2`, each pack at least twice the next smaller), so a
+/// merge costs what the small packs hold, not the whole history. Only `git repack`, never `gc`:
+/// a gc outliving a killed server would lock the branch while it packs refs.
 async fn maintain(path: &Path) {
     async fn entries(dir: &Path, suffix: &str) -> usize {
         let mut n = 0;
@@ -392,17 +406,13 @@ async fn maintain(path: &Path) {
     // Like git, estimate the loose objects from one of the 256 fan-out directories.
     let loose = entries(&path.join("objects/17"), "").await * 256;
     let packs = entries(&path.join("objects/pack"), ".pack").await;
-    let all = if packs > 50 {
-        true
-    } else if loose > 6700 {
-        false
-    } else {
+    if packs <= MAX_PACKS && loose <= 6700 {
         return;
-    };
+    }
     let mut cmd = super::git_command();
     cmd.arg("--git-dir").arg(path).args(["repack", "-d", "-q"]);
-    if all {
-        cmd.arg("-a");
+    if packs > MAX_PACKS {
+        cmd.arg("--geometric=2");
     }
     match tokio::time::timeout(std::time::Duration::from_secs(300), cmd.output()).await {
         Ok(Ok(out)) if out.status.success() => {}
@@ -413,5 +423,77 @@ async fn maintain(path: &Path) {
         ),
         Ok(Err(e)) => tracing::warn!(error = %e, "cannot run git repack"),
         Err(_) => tracing::warn!(repository = %path.display(), "git repack timed out"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(dir: &Path, suffix: &str) -> usize {
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(suffix))
+                })
+                .count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn packs_are_merged_geometrically_once_there_are_many() {
+        let root = std::env::temp_dir().join(format!(
+            "memsync-maintain-test-{}-{}",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        let project = ProjectId::new("acme", "api").expect("project");
+        let path = repo::path(&root, &project);
+        let packs = path.join("objects/pack");
+        for r in 1..=(MAX_PACKS as i64 + 4) {
+            let rev = repo::Revision {
+                revision: r,
+                author_sub: "ann".into(),
+                author_name: "ann".into(),
+                author_email: None,
+                at: chrono::DateTime::from_timestamp(1_700_000_000 + r, 0).expect("time"),
+                changes: vec![repo::Change {
+                    path: format!("m{}.md", r % 5),
+                    content: repo::Content::Text(format!("revision {r}\n")),
+                }],
+            };
+            repo::append(&path, &project, &[(rev, repo::About::default())]).expect("append");
+            if r as usize <= MAX_PACKS {
+                maintain(&path).await;
+                assert_eq!(
+                    count(&packs, ".pack"),
+                    r as usize,
+                    "few packs are left alone"
+                );
+            }
+        }
+        assert_eq!(count(&packs, ".pack"), MAX_PACKS + 4);
+        maintain(&path).await;
+        let after = count(&packs, ".pack");
+        assert!(after < MAX_PACKS / 2, "{after} packs after merging");
+        assert_eq!(
+            repo::exported_revision(&path, &project).expect("head"),
+            MAX_PACKS as i64 + 4
+        );
+        let fsck = super::super::git_command()
+            .arg("--git-dir")
+            .arg(&path)
+            .args(["fsck", "--strict", "--no-dangling"])
+            .output()
+            .await
+            .expect("git fsck");
+        assert!(
+            fsck.status.success(),
+            "{}",
+            String::from_utf8_lossy(&fsck.stderr)
+        );
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

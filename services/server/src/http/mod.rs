@@ -225,9 +225,12 @@ async fn bus_writes(
         *req.method(),
         axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
     );
+    if !writes {
+        return next.run(req).await;
+    }
     let path = req.uri().path().to_owned();
     let resp = next.run(req).await;
-    if writes && (resp.status().is_success() || resp.status().is_redirection()) {
+    if resp.status().is_success() || resp.status().is_redirection() {
         state.bus.wrote(written_project(&path).as_deref());
     }
     resp
