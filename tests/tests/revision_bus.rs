@@ -32,12 +32,9 @@ async fn pull_until(
     }
 }
 
-#[tokio::test]
-async fn up_to_date_pulls_are_answered_without_the_database() {
-    let db = TestDb::new().await;
-    let server = Server::start_with(Some(db.url.clone()), None, &["--request-timeout", "3s"]);
-    let alice = server.client(&forge_token("alice", &[("acme", "member")], false));
-    let r = alice
+/// Pushes `a.md` as a new file; the revision it made.
+async fn push_a(c: &Client) -> i64 {
+    let r = c
         .push(
             P,
             &batch(vec![put(
@@ -48,7 +45,15 @@ async fn up_to_date_pulls_are_answered_without_the_database() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let revision = r.body["revision"].as_i64().unwrap();
+    r.body["revision"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn up_to_date_pulls_are_answered_without_the_database() {
+    let db = TestDb::new().await;
+    let server = Server::start_with(Some(db.url.clone()), None, &["--request-timeout", "3s"]);
+    let alice = server.client(&forge_token("alice", &[("acme", "member")], false));
+    let revision = push_a(&alice).await;
     let etag = format!("\"r{revision}\"");
     let tag = pull_until(&alice, 0, Some(&etag), |r| r.status == 304).await;
     assert_eq!(tag.status, 304, "the ETag names the current revision");
@@ -170,18 +175,7 @@ async fn a_push_is_announced_after_its_commit_and_other_writers_by_the_triggers(
         .await
         .unwrap();
     let alice = server.client(&forge_token("alice", &[("acme", "member")], false));
-    let r = alice
-        .push(
-            P,
-            &batch(vec![put(
-                "a.md",
-                &memory("A", "a", "project", "\nA\n"),
-                None,
-            )]),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text);
-    let pushed = r.body["revision"].as_i64().unwrap();
+    let pushed = push_a(&alice).await;
     assert!(
         heard_both(&mut listener, P, pushed).await,
         "the push's revision was announced to the bus and the exporter"
