@@ -386,23 +386,25 @@ async fn rebuild(pool: &PgPool, ex: &Exporter, project: &ProjectId) -> anyhow::R
     Ok(())
 }
 
+/// Entries of `dir` whose name ends with `suffix` (0 when it cannot be read).
+async fn entries(dir: &Path, suffix: &str) -> usize {
+    let mut n = 0;
+    if let Ok(mut rd) = tokio::fs::read_dir(dir).await {
+        while let Ok(Some(e)) = rd.next_entry().await {
+            if e.file_name().to_string_lossy().ends_with(suffix) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
 /// Packs loose objects once there are many (the threshold of `git gc --auto`; the exporter
 /// writes packs, but a repository may come from an older version), and merges packs once there
 /// are a few: geometrically (`--geometric=2`, each pack at least twice the next smaller), so a
 /// merge costs what the small packs hold, not the whole history. Only `git repack`, never `gc`:
 /// a gc outliving a killed server would lock the branch while it packs refs.
 async fn maintain(path: &Path) {
-    async fn entries(dir: &Path, suffix: &str) -> usize {
-        let mut n = 0;
-        if let Ok(mut rd) = tokio::fs::read_dir(dir).await {
-            while let Ok(Some(e)) = rd.next_entry().await {
-                if e.file_name().to_string_lossy().ends_with(suffix) {
-                    n += 1;
-                }
-            }
-        }
-        n
-    }
     // Like git, estimate the loose objects from one of the 256 fan-out directories.
     let loose = entries(&path.join("objects/17"), "").await * 256;
     let packs = entries(&path.join("objects/pack"), ".pack").await;
@@ -430,18 +432,6 @@ async fn maintain(path: &Path) {
 mod tests {
     use super::*;
 
-    fn count(dir: &Path, suffix: &str) -> usize {
-        std::fs::read_dir(dir)
-            .map(|rd| {
-                rd.filter(|e| {
-                    e.as_ref()
-                        .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(suffix))
-                })
-                .count()
-            })
-            .unwrap_or(0)
-    }
-
     #[tokio::test]
     async fn packs_are_merged_geometrically_once_there_are_many() {
         let root = std::env::temp_dir().join(format!(
@@ -468,15 +458,15 @@ mod tests {
             if r as usize <= MAX_PACKS {
                 maintain(&path).await;
                 assert_eq!(
-                    count(&packs, ".pack"),
+                    entries(&packs, ".pack").await,
                     r as usize,
                     "few packs are left alone"
                 );
             }
         }
-        assert_eq!(count(&packs, ".pack"), MAX_PACKS + 4);
+        assert_eq!(entries(&packs, ".pack").await, MAX_PACKS + 4);
         maintain(&path).await;
-        let after = count(&packs, ".pack");
+        let after = entries(&packs, ".pack").await;
         assert!(after < MAX_PACKS / 2, "{after} packs after merging");
         assert_eq!(
             repo::exported_revision(&path, &project).expect("head"),
