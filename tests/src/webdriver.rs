@@ -291,14 +291,41 @@ impl Browser {
             driver,
         };
         browser.set_window_size(1280, 900).await?;
+        // A headless window has the OS focus only now and then: when several browsers run at
+        // once, a page may not be focused when it loads, `document.hasFocus()` is false and the
+        // keys pressed go nowhere. Focus emulation makes every page of this tab focused, as a
+        // user's window in front is (it holds across navigations).
+        browser
+            .cdp(
+                "Emulation.setFocusEmulationEnabled",
+                json!({"enabled": true}),
+            )
+            .await
+            .context("turning on focus emulation")?;
         Ok(browser)
     }
 
+    /// Opens `url` and returns once it has loaded and been drawn. Chromium drops keyboard and
+    /// mouse input meant for a new page until its first frame is on screen, which on a busy
+    /// machine can come a while after the load event that ends a WebDriver navigation: keys
+    /// pressed in between would be lost. Waiting for two animation frames (the second runs
+    /// after the first has been drawn) closes that gap.
     pub async fn goto(&self, url: &str) -> anyhow::Result<()> {
         self.session
             .post("/url", json!({"url": url}))
             .await
             .with_context(|| format!("navigating to {url}"))?;
+        self.session
+            .post(
+                "/execute/async",
+                json!({
+                    "script": "const done = arguments[0]; \
+                        requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
+                    "args": [],
+                }),
+            )
+            .await
+            .with_context(|| format!("waiting for {url} to be drawn"))?;
         Ok(())
     }
 
