@@ -445,6 +445,34 @@ struct ArchiveRequest {
     archived: bool,
 }
 
+/// The HTTP client's builder for a server at `base`. For an `https://` server, certificates are
+/// checked against the system's roots (loaded when the client is built). For a plain `http://`
+/// one (a server on this machine or inside a trusted network) there is nothing to verify, so
+/// no roots are loaded: reading the system's certificate directory is about a third of a
+/// no-op `memsync push`. Such a client still refuses to follow a redirect to `https://` with a
+/// message naming the address to log in with, rather than failing on an empty root store.
+fn http_builder(base: &Url) -> reqwest::ClientBuilder {
+    let builder = reqwest::Client::builder();
+    if base.scheme() != "http" {
+        return builder;
+    }
+    builder
+        .tls_certs_only([])
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            if attempt.url().scheme() != "http" {
+                let to = attempt.url().clone();
+                attempt.error(format!(
+                    "the server redirects to {to}; log in with that address: memsync login --server {}",
+                    to.origin().ascii_serialization()
+                ))
+            } else if attempt.previous().len() >= 10 {
+                attempt.error("more than 10 redirects")
+            } else {
+                attempt.follow()
+            }
+        }))
+}
+
 impl ApiClient {
     pub fn new(server: &str, token: &str, timeout: Duration) -> Result<ApiClient, ApiError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -453,7 +481,7 @@ impl ApiClient {
             .ok()
             .filter(|u| !u.cannot_be_a_base())
             .ok_or_else(|| ApiError::Protocol(format!("`{base}` is not a server URL")))?;
-        let http = reqwest::Client::builder()
+        let http = http_builder(&base_url)
             .connect_timeout(timeout.min(Duration::from_secs(5)))
             .timeout(timeout)
             .user_agent(concat!("memsync/", env!("CARGO_PKG_VERSION")))
@@ -764,7 +792,7 @@ impl ApiClient {
         last_event_id: Option<&str>,
         idle: Duration,
     ) -> Result<EventStream, StreamError> {
-        let http = reqwest::Client::builder()
+        let http = http_builder(&self.base_url)
             .connect_timeout(self.timeout.min(Duration::from_secs(5)))
             .read_timeout(idle)
             .user_agent(concat!("memsync/", env!("CARGO_PKG_VERSION")))
@@ -1601,6 +1629,30 @@ mod tests {
             rule: t("generic_secret"),
             reason: t("a test value"),
         }
+    }
+
+    /// A plain-http client loads no certificates; a redirect to https is refused with the
+    /// address to log in with, not followed into a certificate error.
+    #[tokio::test]
+    async fn an_http_server_redirecting_to_https_is_named_not_followed() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let _ = sock
+                    .write_all(b"HTTP/1.1 301 Moved Permanently\r\nlocation: https://memsync.example:8443/v1/me\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        });
+        let err = client(&url).whoami().await.unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("memsync login --server https://memsync.example:8443"),
+            "{text}"
+        );
     }
 
     #[tokio::test]

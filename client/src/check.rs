@@ -189,12 +189,12 @@ pub fn check_team_dir(
         let Ok(mp) = MemoryPath::parse(path) else {
             continue;
         };
-        let text = String::from_utf8_lossy(&lf.content);
+        let text = String::from_utf8_lossy(lf.read_bytes());
         report.findings.extend(guard_findings(path, &text));
         if mp.is_index() {
             continue;
         }
-        if let Err(problems) = memsync_core::memory::validate(&lf.content, max_file_bytes) {
+        if let Err(problems) = memsync_core::memory::validate(lf.read_bytes(), max_file_bytes) {
             for p in problems {
                 report.problems.push(Problem {
                     path: path.clone(),
@@ -226,7 +226,12 @@ pub fn check_team_dir(
         .files
         .iter()
         .filter(|(p, _)| !p.ends_with("MEMORY.md"))
-        .map(|(p, f)| (p.clone(), String::from_utf8_lossy(&f.content).into_owned()))
+        .map(|(p, f)| {
+            (
+                p.clone(),
+                String::from_utf8_lossy(f.read_bytes()).into_owned(),
+            )
+        })
         .collect();
     // Every team memory against the others, as if pushed in one batch (memsync_core::policy):
     // two that contradict pass when one supersedes the other.
@@ -257,7 +262,7 @@ pub fn check_team_dir(
         let text = scan
             .files
             .get(index_path.as_str())
-            .map(|f| String::from_utf8_lossy(&f.content).into_owned());
+            .map(|f| String::from_utf8_lossy(f.read_bytes()).into_owned());
         match text {
             None => report.problems.push(Problem {
                 path: index_path.to_string(),

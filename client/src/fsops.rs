@@ -46,7 +46,72 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FsError + '_ {
 #[derive(Debug, Clone)]
 pub struct LocalFile {
     pub sha256: Sha256,
-    pub content: Vec<u8>,
+    /// The bytes read; None when the file was known by its [`Stamp`] and not read.
+    pub content: Option<Vec<u8>>,
+    /// What the file looked like when the scan found it (None where the platform has no such
+    /// metadata).
+    pub stamp: Option<Stamp>,
+}
+
+impl LocalFile {
+    /// The bytes of a file [`TeamDir::scan`] found: that scan reads every file. (A file
+    /// [`TeamDir::scan_known`] knew by its stamp was not read: it gives no bytes here, so read it
+    /// with [`TeamDir::read_found`].)
+    pub fn read_bytes(&self) -> &[u8] {
+        self.content.as_deref().unwrap_or_default()
+    }
+}
+
+/// What tells, without reading it, that a file still holds the bytes it held: its size, inode,
+/// and modification and status-change times in nanoseconds. The status-change time moves with
+/// every write and no tool can set it back, so a file written again since has another stamp,
+/// unless it was written in the same clock tick as the stamp was taken: only [`settled`]
+/// stamps are kept for that reason (the way git treats "racily clean" index entries).
+///
+/// [`settled`]: Stamp::settled
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stamp {
+    pub len: u64,
+    pub ino: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+}
+
+/// How long a file must have been left alone before its stamp is trusted: far longer than any
+/// file system's timestamp granularity (ext4 and APFS: nanoseconds, but taken from a clock that
+/// ticks every few milliseconds; FAT: 2 s).
+const SETTLE_NS: i64 = 3_000_000_000;
+
+impl Stamp {
+    #[cfg(unix)]
+    fn of(meta: &std::fs::Metadata) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
+        Some(Stamp {
+            len: meta.len(),
+            ino: meta.ino(),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn of(_meta: &std::fs::Metadata) -> Option<Stamp> {
+        None
+    }
+
+    /// Whether the file had been left alone for a while at `now_ns` (nanoseconds since the
+    /// epoch, read before the stamp was taken): any later write then gives it another stamp.
+    pub fn settled(&self, now_ns: i64) -> bool {
+        self.mtime_ns.max(self.ctime_ns).saturating_add(SETTLE_NS) < now_ns
+    }
+}
+
+/// Now, in nanoseconds since the epoch (for [`Stamp::settled`]).
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// What a scan of the team dir found.
@@ -318,12 +383,34 @@ impl TeamDir {
     /// Every synced file under the team dir. Symlinks are never followed; hidden entries (and
     /// memsync's own temp files) and files that are not memories are skipped.
     pub fn scan(&self) -> Result<Scan, FsError> {
+        self.scan_known(|_| None)
+    }
+
+    /// Like [`scan`](Self::scan), but a file whose stamp is the one `known` gives for its path
+    /// is taken to hold the content with the hash given with it, and is not read (its
+    /// `content` is None).
+    pub fn scan_known(
+        &self,
+        known: impl Fn(&str) -> Option<(Stamp, Sha256)>,
+    ) -> Result<Scan, FsError> {
         let mut scan = Scan::default();
-        self.walk(&self.root.clone(), "", &mut scan)?;
+        self.walk(&self.root.clone(), "", &known, &mut scan)?;
         Ok(scan)
     }
 
-    fn walk(&self, dir: &Path, rel: &str, scan: &mut Scan) -> Result<(), FsError> {
+    /// The bytes of the file at `rel` (a path a scan found), read now.
+    pub fn read_found(&self, rel: &str) -> Result<Vec<u8>, FsError> {
+        let p = self.root.join(rel);
+        std::fs::read(&p).map_err(io(&p))
+    }
+
+    fn walk(
+        &self,
+        dir: &Path,
+        rel: &str,
+        known: &dyn Fn(&str) -> Option<(Stamp, Sha256)>,
+        scan: &mut Scan,
+    ) -> Result<(), FsError> {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -350,26 +437,135 @@ impl TeamDir {
                     "a symlink; memsync never follows symlinks in the team dir".into(),
                 ));
             } else if ft.is_dir() {
-                self.walk(&entry.path(), &format!("{rel_path}/"), scan)?;
+                self.walk(&entry.path(), &format!("{rel_path}/"), known, scan)?;
             } else if ft.is_file() {
                 if !name.ends_with(".md") {
                     continue;
                 }
                 match MemoryPath::parse(&rel_path) {
                     Ok(_) => {
-                        let content = std::fs::read(entry.path()).map_err(io(&entry.path()))?;
-                        scan.files.insert(
-                            rel_path,
-                            LocalFile {
-                                sha256: Sha256::of(&content),
-                                content,
+                        let path = entry.path();
+                        // Stamped before it is read: a write after this gives another stamp.
+                        let stamp = match entry.metadata() {
+                            Ok(m) => Stamp::of(&m),
+                            Err(e) => return Err(io(&path)(e)),
+                        };
+                        let found = match (stamp, known(&rel_path)) {
+                            (Some(now), Some((then, sha256))) if now == then => LocalFile {
+                                sha256,
+                                content: None,
+                                stamp,
                             },
-                        );
+                            _ => {
+                                let content = std::fs::read(&path).map_err(io(&path))?;
+                                LocalFile {
+                                    sha256: Sha256::of(&content),
+                                    content: Some(content),
+                                    stamp,
+                                }
+                            }
+                        };
+                        scan.files.insert(rel_path, found);
                     }
                     Err(e) => scan.skipped.push((rel_path, e.to_string())),
                 }
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known_from(scan: &Scan) -> BTreeMap<String, (Stamp, Sha256)> {
+        scan.files
+            .iter()
+            .map(|(p, f)| (p.clone(), (f.stamp.unwrap(), f.sha256)))
+            .collect()
+    }
+
+    #[test]
+    fn a_file_that_looks_as_it_did_is_not_read_and_any_write_makes_it_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = TeamDir::open(dir.path()).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("a.md"), "alpha one\n").unwrap();
+        std::fs::write(dir.path().join("sub/b.md"), "beta\n").unwrap();
+        let first = team.scan().unwrap();
+        assert!(first.files.values().all(|f| f.content.is_some()));
+        let known = known_from(&first);
+
+        let again = team.scan_known(|p| known.get(p).copied()).unwrap();
+        for (p, f) in &again.files {
+            assert!(
+                f.content.is_none(),
+                "{p} was read although it looks the same"
+            );
+            assert_eq!(f.sha256, first.files[p].sha256);
+        }
+
+        // Same size, modification time set back: the status-change time still moved (after a
+        // clock tick: stamps are only trusted once settled, see `settled_needs_a_quiet_file`).
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let a = dir.path().join("a.md");
+        let mtime = std::fs::metadata(&a).unwrap().modified().unwrap();
+        std::fs::write(&a, "alpha two\n").unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&a)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(std::fs::metadata(&a).unwrap().modified().unwrap(), mtime);
+        let after = team.scan_known(|p| known.get(p).copied()).unwrap();
+        let f = &after.files["a.md"];
+        assert_eq!(f.content.as_deref(), Some(&b"alpha two\n"[..]));
+        assert_eq!(f.sha256, Sha256::of(b"alpha two\n"));
+        assert!(after.files["sub/b.md"].content.is_none());
+
+        // Replaced by another file (a new inode) of the same size and times: read.
+        let b = dir.path().join("sub/b.md");
+        let meta = std::fs::metadata(&b).unwrap();
+        std::fs::write(dir.path().join("sub/.new"), "BETA\n").unwrap();
+        std::fs::rename(dir.path().join("sub/.new"), &b).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&b)
+            .unwrap()
+            .set_modified(meta.modified().unwrap())
+            .unwrap();
+        let after = team.scan_known(|p| known.get(p).copied()).unwrap();
+        assert_eq!(
+            after.files["sub/b.md"].content.as_deref(),
+            Some(&b"BETA\n"[..])
+        );
+        assert_eq!(after.files["sub/b.md"].read_bytes(), b"BETA\n");
+    }
+
+    #[test]
+    fn settled_needs_a_quiet_file() {
+        let s = Stamp {
+            len: 1,
+            ino: 1,
+            mtime_ns: 10_000_000_000,
+            ctime_ns: 20_000_000_000,
+        };
+        // Judged by the later of the two times, with a margin of SETTLE_NS.
+        assert!(!s.settled(20_000_000_000));
+        assert!(!s.settled(20_000_000_000 + SETTLE_NS));
+        assert!(s.settled(20_000_000_001 + SETTLE_NS));
+        let future = Stamp {
+            mtime_ns: i64::MAX,
+            ..s
+        };
+        assert!(!future.settled(i64::MAX), "no overflow into the past");
+        // A file written just now is never settled.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.md"), "x").unwrap();
+        let now = now_ns();
+        let stamp = Stamp::of(&std::fs::metadata(dir.path().join("x.md")).unwrap()).unwrap();
+        assert!(!stamp.settled(now));
     }
 }

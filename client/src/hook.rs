@@ -175,6 +175,7 @@ mod tests {
                 updated_at: Some("2026-11-20T12:00:00Z".into()),
                 author: None,
                 named_paths: Vec::new(),
+                stamp: None,
             },
         );
         st.files.insert(
@@ -184,6 +185,7 @@ mod tests {
                 updated_at: Some("2026-11-30T11:00:00Z".into()),
                 author: None,
                 named_paths: Vec::new(),
+                stamp: None,
             },
         );
         st.conflicts.insert(

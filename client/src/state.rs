@@ -30,6 +30,11 @@ pub struct Tracked {
     /// (`FileState::named_paths`): checked for staleness at session start and by `check`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub named_paths: Vec<String>,
+    /// How the file on disk looked when it was last read and found to hold `sha256` (a settled
+    /// [`Stamp`]): while it still looks so, a scan does not read it again. Cleared whenever
+    /// `sha256` changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<crate::fsops::Stamp>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -237,6 +237,7 @@ impl Engine<'_> {
                 updated_at: Some(fs.updated_at.clone()),
                 author: Some(fs.author.clone()),
                 named_paths: fs.named_paths.clone(),
+                stamp: None,
             },
         );
         Ok(())
@@ -608,7 +609,11 @@ impl Engine<'_> {
         // nothing to send costs no disk write, and one about to send no flush before it does).
         let loaded = state.clone();
         self.team.clean_temp();
-        let scan = self.team.scan()?;
+        // Files that still look as they did when last found to hold their synced version are
+        // not read again; files read now that hold it are stamped for the next scan.
+        let now = crate::fsops::now_ns();
+        let scan = self.team.scan_known(known_stamps(state))?;
+        stamp_unchanged(state, &scan, now);
         for (path, reason) in &scan.skipped {
             report.skipped.push(PathNote {
                 path: path.clone(),
@@ -649,7 +654,12 @@ impl Engine<'_> {
                 }
                 state.refused.remove(path);
             }
-            if let Some((rule, message)) = self.local_check(path, &lf.content) {
+            // A changed file was read by the scan (its stamp is not the synced version's).
+            let bytes = match &lf.content {
+                Some(b) => std::borrow::Cow::Borrowed(b.as_slice()),
+                None => std::borrow::Cow::Owned(self.team.read_found(path)?),
+            };
+            if let Some((rule, message)) = self.local_check(path, &bytes) {
                 state.refused.insert(
                     path.clone(),
                     RefusedRecord {
@@ -665,7 +675,7 @@ impl Engine<'_> {
                 });
                 continue;
             }
-            let content = String::from_utf8_lossy(&lf.content).into_owned();
+            let content = String::from_utf8_lossy(&bytes).into_owned();
             sent.insert(path.clone(), Some(lf.sha256));
             let named_paths = match self.repo {
                 Some(repo) if !MemoryPath::parse(path).is_ok_and(|m| m.is_index()) => {
@@ -721,7 +731,7 @@ impl Engine<'_> {
         }
         // What the server will say of the batch's layout and feedback, with its own rules
         // (memsync_core::policy), over the team dir as last synced.
-        if let Some(problems) = predict_refusal(state, &scan, &changes) {
+        if let Some(problems) = predict_refusal(self.team, state, &scan, &changes) {
             report.refused.extend(problems);
             report.blocked = true;
             self.save_and_report_open(state, &mut report)?;
@@ -1077,6 +1087,7 @@ fn clashes_with_local(state: &State, incoming: &[FileState]) -> BTreeMap<String,
 /// team feedback (`feedback_conflict`), predicted with the server's own rules over the team dir
 /// as last synced: the synced paths and the files on disk that the batch does not change.
 fn predict_refusal(
+    team_dir: &TeamDir,
     state: &State,
     scan: &crate::fsops::Scan,
     changes: &[PushChange],
@@ -1111,13 +1122,28 @@ fn predict_refusal(
         .iter()
         .filter_map(|c| Some((c.path.as_str(), c.content.as_deref()?)))
         .collect();
+    // Only feedback the batch writes is compared with the team's: without any, the rest of the
+    // team dir is not read.
+    if !batch
+        .iter()
+        .any(|(p, t)| policy::counts_as_memory(p) && policy::is_feedback(t))
+    {
+        return None;
+    }
     // The server's copies: synced files unchanged since (a changed file is in the batch, or
-    // refused locally and not sent).
+    // refused locally and not sent). One that cannot be read now is left out: the server's
+    // own check still runs.
     let texts: Vec<(String, String)> = scan
         .files
         .iter()
         .filter(|(p, f)| state.files.get(*p).is_some_and(|t| t.sha256 == f.sha256))
-        .map(|(p, f)| (p.clone(), String::from_utf8_lossy(&f.content).into_owned()))
+        .filter_map(|(p, f)| {
+            let bytes = match &f.content {
+                Some(b) => std::borrow::Cow::Borrowed(b.as_slice()),
+                None => std::borrow::Cow::Owned(team_dir.read_found(p).ok()?),
+            };
+            Some((p.clone(), String::from_utf8_lossy(&bytes).into_owned()))
+        })
         .collect();
     let team: Vec<(&str, &str)> = texts
         .iter()
@@ -1138,8 +1164,31 @@ fn predict_refusal(
     }
 }
 
+/// What a scan may take as known without reading: each synced file's stamp, with its hash.
+fn known_stamps(state: &State) -> impl Fn(&str) -> Option<(crate::fsops::Stamp, Sha256)> + '_ {
+    |path| {
+        let t = state.files.get(path)?;
+        Some((t.stamp?, t.sha256))
+    }
+}
+
+/// Records the stamp of every file the scan read that holds its synced version and had been
+/// left alone for a while at `now` (read before the scan).
+fn stamp_unchanged(state: &mut State, scan: &crate::fsops::Scan, now: i64) {
+    for (path, lf) in &scan.files {
+        let Some(stamp) = lf.stamp.filter(|s| lf.content.is_some() && s.settled(now)) else {
+            continue;
+        };
+        if let Some(t) = state.files.get_mut(path)
+            && t.sha256 == lf.sha256
+        {
+            t.stamp = Some(stamp);
+        }
+    }
+}
+
 pub fn local_status(team: &TeamDir, state: &State) -> Result<LocalStatus, FsError> {
-    let scan = team.scan()?;
+    let scan = team.scan_known(known_stamps(state))?;
     let mut st = LocalStatus::default();
     let waiting = |path: &str, disk: Option<Sha256>| {
         state.proposed.get(path).is_some_and(|r| r.matches(disk))
@@ -1273,8 +1322,10 @@ pub fn resolve(
                             updated_at: None,
                             author: None,
                             named_paths: Vec::new(),
+                            stamp: None,
                         });
                     t.sha256 = s;
+                    t.stamp = None;
                 }
                 // The server deleted it: the local file will be created again by the next push.
                 _ => {
@@ -1308,6 +1359,7 @@ pub fn resolve(
                             updated_at: None,
                             author: None,
                             named_paths: Vec::new(),
+                            stamp: None,
                         },
                     );
                 }
@@ -1365,6 +1417,7 @@ mod tests {
             updated_at: None,
             author: None,
             named_paths: Vec::new(),
+            stamp: None,
         };
         let mut state = State::default();
         state.files.insert("edited.md".into(), tracked("base\n"));

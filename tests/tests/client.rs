@@ -317,3 +317,59 @@ async fn refused_files_and_mass_delete_guard() {
     let st = alice.run(&["status", "--json", "--offline"]).json();
     assert_eq!(st["ahead"]["deleted"], serde_json::json!([]), "{st}");
 }
+
+/// A push does not read files that look as they did when last found unchanged (same size,
+/// inode, modification and status-change times, left alone for 3 s). An edit that keeps the
+/// size and sets the modification time back is still seen: its status-change time moved.
+#[tokio::test]
+async fn an_edit_keeping_size_and_modification_time_is_still_pushed() {
+    let (server, _db) = Server::start().await;
+    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
+    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
+    let old = mem("db", "Use a real database.\n");
+    alice.write("db.md", &old);
+    alice.write("other.md", &mem("other", "Something else.\n"));
+    assert_eq!(alice.run(&["push"]).code, 0);
+    assert_eq!(bob.run(&["pull"]).code, 0);
+
+    // Stamps are only trusted for files left alone for a while.
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    let r = bob.run(&["push", "--json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let state_dir = bob.home.path().join(".local/state/memsync");
+    let state_file = std::fs::read_dir(&state_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("state.json"))
+        .find(|p| p.exists())
+        .expect("a state file");
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_file).unwrap()).unwrap();
+    assert!(
+        state["files"]["db.md"]["stamp"].is_object(),
+        "the no-op push stamped the unchanged file: {state}"
+    );
+
+    let path = bob.team_dir().join("db.md");
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let new = mem("db", "Use a fake database.\n");
+    assert_eq!(new.len(), old.len());
+    bob.write("db.md", &new);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let r = bob.run(&["status", "--offline"]);
+    assert!(r.stdout.contains("modified db.md"), "{}", r.stdout);
+    let r = bob.run(&["push", "--json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.json()["push"]["pushed"],
+        serde_json::json!(["db.md"]),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(alice.run(&["pull"]).code, 0);
+    assert_eq!(alice.read("db.md").as_deref(), Some(new.as_str()));
+}

@@ -6,8 +6,10 @@
 //! except private keys (which read the following lines) and the few provider formats without a
 //! literal part (which run over the whole text once a context word such as `discord` occurs).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::ops::Range;
+use std::ops::{Deref, Range};
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex::{Regex, RegexBuilder};
@@ -60,24 +62,56 @@ pub(super) struct Engine {
     /// Patterns that are generic anchors: the generic detector gets their positions.
     generic_anchor: Vec<bool>,
     detectors: Vec<Detector>,
-    providers: Vec<Regex>,
+    providers: Vec<Pattern>,
     secrets: secrets::Patterns,
     injection: injection::Patterns,
 }
 
-/// Compile a pattern that is part of the scanner's own source: a failure is a bug caught by the
-/// test that builds the scanner.
-pub(super) fn regex(pattern: &str) -> Regex {
-    RegexBuilder::new(pattern)
-        .size_limit(1 << 24)
-        .build()
-        .unwrap_or_else(|e| panic!("scanner pattern {pattern:?} does not compile: {e}"))
+/// A pattern of the scanner's own source, compiled the first time a detector needs it (it
+/// derefs to the compiled [`Regex`]). Compiling all of them takes tens of milliseconds, which a
+/// short-lived process (a `memsync push` checking one file) would pay for patterns whose
+/// anchors never occur in its text; a server compiles them all at start
+/// ([`Scanner::compile_all`](super::Scanner::compile_all)).
+pub(super) struct Pattern {
+    source: Cow<'static, str>,
+    compiled: OnceLock<Regex>,
 }
 
-fn provider_regex(spec: &ProviderSpec) -> Regex {
+impl Pattern {
+    /// Compiles the pattern now if it is not yet. A pattern that does not compile is a bug in
+    /// the scanner's source: the test that compiles every pattern catches it.
+    pub(super) fn compiled(&self) -> &Regex {
+        self.compiled.get_or_init(|| {
+            RegexBuilder::new(&self.source)
+                .size_limit(1 << 24)
+                .build()
+                .unwrap_or_else(|e| {
+                    panic!("scanner pattern {:?} does not compile: {e}", self.source)
+                })
+        })
+    }
+}
+
+impl Deref for Pattern {
+    type Target = Regex;
+
+    fn deref(&self) -> &Regex {
+        self.compiled()
+    }
+}
+
+/// A pattern of the scanner's source (compiled on first use, see [`Pattern`]).
+pub(super) fn regex(pattern: impl Into<Cow<'static, str>>) -> Pattern {
+    Pattern {
+        source: pattern.into(),
+        compiled: OnceLock::new(),
+    }
+}
+
+fn provider_regex(spec: &ProviderSpec) -> Pattern {
     match spec.bounds {
-        Bounds::Raw => regex(&format!("(?m){}", spec.pattern)),
-        b => regex(&format!(
+        Bounds::Raw => regex(format!("(?m){}", spec.pattern)),
+        b => regex(format!(
             "(?m)(?:^|[^{}])({})(?:$|[^{}])",
             b.left(),
             spec.pattern,
@@ -161,6 +195,15 @@ impl Engine {
             secrets: secrets::Patterns::new(),
             injection: injection::Patterns::new(),
         }
+    }
+
+    /// Compiles every pattern now (see [`Pattern`]).
+    pub(super) fn compile_all(&self) {
+        for p in &self.providers {
+            p.compiled();
+        }
+        self.secrets.compile_all();
+        self.injection.compile_all();
     }
 
     /// Run every detector whose anchors occur inside `regions` of `text`.

@@ -5,10 +5,8 @@
 //! Prose about these topics ("never commit the .env file", "we use ssh keys for deploys") is left
 //! alone: the command rules need a command word next to the sensitive thing.
 
-use regex::Regex;
-
 use super::Hit;
-use super::engine::{floor_boundary, regex};
+use super::engine::{Pattern, floor_boundary, regex};
 use super::generic::{key_kind, words};
 
 pub(super) const HARNESS_ANCHORS: &[&str] = &[
@@ -122,29 +120,57 @@ pub(super) const COMMAND_ANCHORS: &[&str] = &[
 ];
 
 pub(super) struct Patterns {
-    harness: Regex,
-    harness_line_start: Regex,
-    harness_open: Regex,
-    harness_close: Regex,
-    harness_call: Regex,
-    transcript: Regex,
-    overrides: Regex,
-    tool: Regex,
-    variable: Regex,
-    env_dump: Regex,
-    file: Regex,
-    url_host: Regex,
-    auth_arg: Regex,
-    read: Regex,
-    authorized_keys: Regex,
-    persist_target: Regex,
-    persist_write: Regex,
-    payload: Regex,
-    pipe_shell: Regex,
-    decode_shell: Regex,
+    harness: Pattern,
+    harness_line_start: Pattern,
+    harness_open: Pattern,
+    harness_close: Pattern,
+    harness_call: Pattern,
+    transcript: Pattern,
+    overrides: Pattern,
+    tool: Pattern,
+    variable: Pattern,
+    env_dump: Pattern,
+    file: Pattern,
+    url_host: Pattern,
+    auth_arg: Pattern,
+    read: Pattern,
+    authorized_keys: Pattern,
+    persist_target: Pattern,
+    persist_write: Pattern,
+    payload: Pattern,
+    pipe_shell: Pattern,
+    decode_shell: Pattern,
 }
 
 impl Patterns {
+    /// Compiles every pattern now.
+    pub(super) fn compile_all(&self) {
+        for p in [
+            &self.harness,
+            &self.harness_line_start,
+            &self.harness_open,
+            &self.harness_close,
+            &self.harness_call,
+            &self.transcript,
+            &self.overrides,
+            &self.tool,
+            &self.variable,
+            &self.env_dump,
+            &self.file,
+            &self.url_host,
+            &self.auth_arg,
+            &self.read,
+            &self.authorized_keys,
+            &self.persist_target,
+            &self.persist_write,
+            &self.payload,
+            &self.pipe_shell,
+            &self.decode_shell,
+        ] {
+            p.compiled();
+        }
+    }
+
     pub(super) fn new() -> Patterns {
         Patterns {
             harness: regex(

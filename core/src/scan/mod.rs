@@ -153,7 +153,8 @@ impl Hit {
 }
 
 impl Scanner {
-    /// Compiles every built-in rule (about 15 ms); use [`scanner`] for the shared instance.
+    /// The built-in rules; use [`scanner`] for the shared instance. Each pattern is compiled
+    /// the first time a text wakes its detector (see [`Scanner::compile_all`]).
     pub fn new() -> Scanner {
         Scanner {
             engine: Engine::new(),
@@ -171,6 +172,14 @@ impl Scanner {
             rule_set: rule_set_of(&compiled),
             extra: compiled,
         })
+    }
+
+    /// Compiles every built-in pattern now (tens of milliseconds), so that no scan pays for
+    /// it later: for a long-running process, at start. A short-lived one leaves it to the
+    /// scans, which compile only what their texts wake.
+    pub fn compile_all(&self) -> &Scanner {
+        self.engine.compile_all();
+        self
     }
 
     /// The identity of this scanner's rule set: 16 hex digits that change with any change to

@@ -1,10 +1,8 @@
 //! Structural secrets: private-key blocks, credentials in URLs and connection strings,
 //! Authorization headers, JWTs, Docker `auths`, and an AWS secret key sitting next to its key id.
 
-use regex::Regex;
-
 use super::Hit;
-use super::engine::{floor_boundary, regex, window};
+use super::engine::{Pattern, floor_boundary, regex, window};
 use super::heuristics::{
     Classes, base64_decode, entropy, is_hex, is_placeholder, is_reference, is_token_placeholder,
     looks_random,
@@ -17,16 +15,31 @@ pub(super) const CLI_ANCHORS: &[&str] =
     &["-u ", "-u=", "--user", "--proxy-user", "sshpass", " login "];
 
 pub(super) struct Patterns {
-    cli_user: Regex,
-    pem: Regex,
-    aws_secret: Regex,
-    auth: Regex,
-    bearer: Regex,
-    jwt: Regex,
-    docker: Regex,
+    cli_user: Pattern,
+    pem: Pattern,
+    aws_secret: Pattern,
+    auth: Pattern,
+    bearer: Pattern,
+    jwt: Pattern,
+    docker: Pattern,
 }
 
 impl Patterns {
+    /// Compiles every pattern now.
+    pub(super) fn compile_all(&self) {
+        for p in [
+            &self.cli_user,
+            &self.pem,
+            &self.aws_secret,
+            &self.auth,
+            &self.bearer,
+            &self.jwt,
+            &self.docker,
+        ] {
+            p.compiled();
+        }
+    }
+
     pub(super) fn new() -> Patterns {
         Patterns {
             cli_user: regex(

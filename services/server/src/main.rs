@@ -90,6 +90,8 @@ fn keys(cfg: &Config) -> anyhow::Result<Keys> {
 async fn serve(cfg: Config) -> anyhow::Result<()> {
     cfg.export.validate()?;
     install_scan_rules(&cfg)?;
+    // Every pattern now, so that no request pays for compiling one.
+    memsync_core::scan::scanner().compile_all();
     let keys = Arc::new(keys(&cfg)?);
     let console = memsync_server::console::Settings::new(
         cfg.public_url.as_deref(),
