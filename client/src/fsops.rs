@@ -143,6 +143,41 @@ impl FsError {
     }
 }
 
+/// Whether [`place_new`] moves the temp file into place (Linux with glibc: one
+/// `renameat2(RENAME_NOREPLACE)`), rather than linking it there and leaving it to be removed.
+const RENAMES_NEW: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
+
+/// Puts the temp file `tmp` at `target` unless a file of that name exists (then
+/// `AlreadyExists`). On Linux one `renameat2(RENAME_NOREPLACE)`; where the file system does not
+/// support it, and elsewhere, a hard link (which fails the same way) and the temp file stays
+/// for the caller to remove.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn place_new(tmp: &Path, target: &Path) -> std::io::Result<()> {
+    use nix::errno::Errno;
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    match renameat2(
+        AT_FDCWD,
+        tmp,
+        AT_FDCWD,
+        target,
+        RenameFlags::RENAME_NOREPLACE,
+    ) {
+        Ok(()) => Ok(()),
+        Err(Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => {
+            std::fs::hard_link(tmp, target)?;
+            // The rename was not done: the temp file is removed here, as a rename would have.
+            let _ = std::fs::remove_file(tmp);
+            Ok(())
+        }
+        Err(e) => Err(std::io::Error::from(e)),
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn place_new(tmp: &Path, target: &Path) -> std::io::Result<()> {
+    std::fs::hard_link(tmp, target)
+}
+
 impl TeamDir {
     /// Opens the team dir, creating it if missing. A team dir that is a symlink is refused.
     pub fn open(root: &Path) -> Result<TeamDir, FsError> {
@@ -258,7 +293,10 @@ impl TeamDir {
             .map(|((path, _, expect), staged)| {
                 let (tmp, target) = staged?;
                 let outcome = self.place(path, &tmp, &target, *expect);
-                let _ = std::fs::remove_file(&tmp);
+                // A temp file placed by a rename is gone already.
+                if !matches!(outcome, Ok(Written::Done)) || (expect.is_none() && !RENAMES_NEW) {
+                    let _ = std::fs::remove_file(&tmp);
+                }
                 outcome
             })
             .collect()
@@ -301,8 +339,8 @@ impl TeamDir {
         // Checked again: a symlink planted since staging is refused too.
         self.checked(path)?;
         let outcome = match expect {
-            // link() fails if the name exists: a file created meanwhile is never replaced.
-            None => match std::fs::hard_link(tmp, target) {
+            // Placed only if the name is free: a file created meanwhile is never replaced.
+            None => match place_new(tmp, target) {
                 Ok(()) => Written::Done,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Written::Changed,
                 Err(e) => return Err(io(target)(e)),
@@ -542,6 +580,68 @@ mod tests {
             Some(&b"BETA\n"[..])
         );
         assert_eq!(after.files["sub/b.md"].read_bytes(), b"BETA\n");
+    }
+
+    #[test]
+    fn a_write_never_replaces_a_file_it_did_not_expect_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = TeamDir::open(dir.path()).unwrap();
+        let p = |s: &str| MemoryPath::parse(s).unwrap();
+        std::fs::write(dir.path().join("there.md"), "mine\n").unwrap();
+        let mut items: Vec<(MemoryPath, Vec<u8>, Option<Sha256>)> = vec![
+            // A new file where one appeared meanwhile: left alone.
+            (p("there.md"), b"theirs\n".to_vec(), None),
+            // A replacement of content the disk no longer holds: left alone.
+            (
+                p("there.md"),
+                b"theirs\n".to_vec(),
+                Some(Sha256::of(b"old\n")),
+            ),
+        ];
+        // Enough new files for the batch path (one flush for all).
+        for i in 0..6 {
+            items.push((
+                p(&format!("sub/new{i}.md")),
+                format!("new {i}\n").into_bytes(),
+                None,
+            ));
+        }
+        let refs: Vec<(&MemoryPath, &[u8], Option<Sha256>)> = items
+            .iter()
+            .map(|(a, b, c)| (a, b.as_slice(), *c))
+            .collect();
+        let out: Vec<Written> = team
+            .write_batch(&refs)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(out[..2], [Written::Changed, Written::Changed]);
+        assert!(out[2..].iter().all(|w| *w == Written::Done), "{out:?}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("there.md")).unwrap(),
+            "mine\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("sub/new3.md")).unwrap(),
+            "new 3\n"
+        );
+        // Replacing what the disk holds works, and nothing of the temp files is left.
+        let w = team
+            .write(&p("there.md"), b"theirs\n", Some(Sha256::of(b"mine\n")))
+            .unwrap();
+        assert_eq!(w, Written::Done);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("there.md")).unwrap(),
+            "theirs\n"
+        );
+        for d in [dir.path().to_owned(), dir.path().join("sub")] {
+            let names: Vec<String> = std::fs::read_dir(&d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with('.'))
+                .collect();
+            assert!(names.is_empty(), "left in {}: {names:?}", d.display());
+        }
     }
 
     #[test]
