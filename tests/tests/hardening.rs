@@ -682,3 +682,77 @@ async fn admin_writes_with_an_idempotency_key_apply_once() {
         1
     );
 }
+
+/// Every request leaves one INFO access-log line (status, latency, and from the request span
+/// the method, path and request id), with nothing of its query, headers or body.
+#[tokio::test]
+async fn every_request_leaves_an_access_log_line_without_its_secrets() {
+    let (server, _db) = Server::start().await;
+    let token = server.token("ann", &["acme:admin"]);
+    let ann = server.client(&token);
+    let body = note("a", "The canary-4471 deploy note.\n");
+    let r = ann
+        .push("acme/api", &batch(vec![put("a.md", &body, None)]))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let http = reqwest::Client::new();
+    let r = http
+        .get(format!(
+            "{}/v1/projects/acme/api/changes?since=0&canary=query-9913",
+            server.url
+        ))
+        .bearer_auth(&token)
+        .header("x-request-id", "trace-me-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = http
+        .get(format!("{}/v1/nowhere", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+
+    // The line is written once the answer's head is sent: wait for it (at most 5 s).
+    let mut lines: Vec<Value> = Vec::new();
+    for _ in 0..100 {
+        lines = server
+            .log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["target"] == "memsync_server::access")
+            .collect();
+        if lines.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let find = |method: &str, path: &str| {
+        lines
+            .iter()
+            .find(|v| v["span"]["method"] == method && v["span"]["path"] == path)
+            .unwrap_or_else(|| panic!("no access line for {method} {path}: {lines:#?}"))
+    };
+    let push = find("POST", "/v1/projects/acme/api/push");
+    assert_eq!(push["level"], "INFO");
+    assert_eq!(
+        push["span"]["route"], "/v1/projects/{team}/{name}/push",
+        "{push}"
+    );
+    assert_eq!(push["status"], 200);
+    assert!(
+        push["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0),
+        "{push}"
+    );
+    let pull = find("GET", "/v1/projects/acme/api/changes");
+    assert_eq!(pull["status"], 200);
+    assert_eq!(pull["span"]["request_id"], "trace-me-42");
+    let nowhere = find("GET", "/v1/nowhere");
+    assert_eq!(nowhere["status"], 404);
+    assert_eq!(nowhere["span"]["route"], "unmatched");
+    let log = server.log();
+    for secret in [token.as_str(), "canary-4471", "query-9913"] {
+        assert!(!log.contains(secret), "{secret} is in the server log");
+    }
+}

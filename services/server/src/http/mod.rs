@@ -180,6 +180,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::map_response(json_errors))
+        .layer(catch_panics())
         .layer(axum::middleware::from_fn_with_state(state.clone(), bus_writes))
         .layer(axum::middleware::from_fn(serve::head_limits))
         .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
@@ -190,8 +191,14 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
                     .get(&REQUEST_ID)
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("-");
-                tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
-            }),
+                // Router::layer runs after routing: the matched route template is known here.
+                let route = req
+                    .extensions()
+                    .get::<axum::extract::MatchedPath>()
+                    .map_or("unmatched", |m| m.as_str());
+                tracing::info_span!("request", method = %req.method(), route = route, path = %req.uri().path(), request_id = %id)
+            })
+            .on_response(access_log),
         )
         .layer(compression())
         .layer(axum::middleware::from_fn_with_state(request_timeout, live::deadline))
@@ -199,6 +206,35 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
         .layer(axum::middleware::map_request(drop_bad_request_id))
         .with_state(state)
+}
+
+/// The access log: one INFO line per request when its answer's head is sent (target
+/// `memsync_server::access`; the request span adds the method, path and request id). Never the
+/// query string, a header or a body. `MEMSYNC_LOG=info,memsync_server::access=warn` turns it off.
+fn access_log(resp: &Response, latency: Duration, _span: &tracing::Span) {
+    tracing::info!(
+        target: "memsync_server::access",
+        status = resp.status().as_u16(),
+        latency_ms = latency.as_secs_f64() * 1000.0,
+        "request"
+    );
+}
+
+/// A handler that panics answers a JSON 500 (`internal`) like any internal error, and the panic's
+/// message goes to the log at ERROR; the process and the other requests carry on.
+fn catch_panics()
+-> tower_http::catch_panic::CatchPanicLayer<fn(Box<dyn std::any::Any + Send + 'static>) -> Response>
+{
+    fn answer(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        crate::error::ApiError::Internal(anyhow::anyhow!("a request handler panicked: {message}"))
+            .into_response()
+    }
+    tower_http::catch_panic::CatchPanicLayer::custom(answer as fn(_) -> Response)
 }
 
 /// Answers of 1 KiB or more are compressed (zstd or gzip, as the client accepts); never the
@@ -542,6 +578,38 @@ async fn git_upload_pack(
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_a_json_500_and_the_server_carries_on() {
+        use axum::body::Body;
+        use axum::routing::get;
+        use tower::ServiceExt;
+        async fn boom() -> &'static str {
+            panic!("the handler broke on secret-looking state")
+        }
+        let app = axum::Router::new()
+            .route("/boom", get(boom))
+            .route("/ok", get(|| async { "ok" }))
+            .layer(super::catch_panics());
+        let req = |p: &str| axum::http::Request::get(p).body(Body::empty()).unwrap();
+        let resp = app.clone().oneshot(req("/boom")).await.unwrap();
+        assert_eq!(resp.status(), 500);
+        assert_eq!(
+            resp.headers()["content-type"].to_str().unwrap(),
+            "application/json"
+        );
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["error"]["code"], "internal", "{v}");
+        assert_eq!(
+            v["error"]["message"], "internal error",
+            "nothing of the panic: {v}"
+        );
+        let resp = app.oneshot(req("/ok")).await.unwrap();
+        assert_eq!(resp.status(), 200);
+    }
 
     #[test]
     fn writes_name_their_project_by_url() {
