@@ -25,7 +25,7 @@
 //! by pulls that read the database. Review events (`memsync_review`, migration 10) go out on one
 //! bounded broadcast channel; a reader that falls behind is told it missed some.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -55,6 +55,10 @@ pub struct ReviewNote {
 
 struct Inner {
     revisions: RwLock<HashMap<String, i64>>,
+    /// Projects written through this replica since the last load began (`true`: some project
+    /// the write did not name): a load that read the database before such a write must not
+    /// bring back what the write made stale.
+    written_since_load: Mutex<(HashSet<String>, bool)>,
     /// The map is current: loaded since the listener last connected, and the listener is up.
     synced: AtomicBool,
     /// The newest revision of every project someone waits on.
@@ -66,6 +70,7 @@ impl Default for Inner {
     fn default() -> Self {
         Inner {
             revisions: RwLock::default(),
+            written_since_load: Mutex::default(),
             synced: AtomicBool::new(false),
             watchers: Mutex::default(),
             reviews: broadcast::Sender::new(REVIEW_BACKLOG),
@@ -156,7 +161,12 @@ impl RevisionBus {
     }
 
     /// An announcement: revisions only grow, so an announcement older than what a load found
-    /// (delivered after it) changes nothing.
+    /// (delivered after it) changes nothing. It moves a revision the bus knows, and never makes
+    /// one known: notifications arrive late, and one sent before a write through this replica
+    /// (say the project's creation, at revision 0, before the push that made it 1) may arrive
+    /// after the write made the bus forget the project; taken as news, it would answer the next
+    /// pull here "nothing new since 0". A project becomes known again from the database (a pull's
+    /// read, or a load). Waiters are woken either way: they read for themselves.
     fn heard(&self, payload: &str) -> bool {
         let Some((project, revision)) = payload.rsplit_once(' ') else {
             return false;
@@ -164,7 +174,12 @@ impl RevisionBus {
         let Ok(revision) = revision.parse::<i64>() else {
             return false;
         };
-        self.advance(project, revision);
+        if let Ok(mut m) = self.0.revisions.write()
+            && let Some(known) = m.get_mut(project)
+        {
+            *known = (*known).max(revision);
+        }
+        self.wake(project, revision);
         true
     }
 
@@ -173,6 +188,15 @@ impl RevisionBus {
     /// database (and tells the bus what it read) instead of trusting an announcement that may not
     /// have arrived yet.
     pub fn wrote(&self, project: Option<&str>) {
+        // Recorded before the map is touched: a load replacing the map meanwhile drops it too.
+        if let Ok(mut w) = self.0.written_since_load.lock() {
+            match project {
+                Some(p) => {
+                    w.0.insert(p.to_owned());
+                }
+                None => w.1 = true,
+            }
+        }
         if let Ok(mut m) = self.0.revisions.write() {
             match project {
                 Some(p) => {
@@ -199,6 +223,9 @@ impl RevisionBus {
     /// Loads every project's revision, replacing what was known (a restored database may have
     /// gone back).
     async fn load(&self, pool: &PgPool) -> anyhow::Result<()> {
+        if let Ok(mut w) = self.0.written_since_load.lock() {
+            *w = Default::default();
+        }
         let rows = crate::store::memories::all_revisions(pool).await?;
         // Waiters hear of what was announced while the listener was down.
         self.sweep();
@@ -211,6 +238,21 @@ impl RevisionBus {
         };
         if let Ok(mut m) = self.0.revisions.write() {
             *m = rows.into_iter().collect();
+            // Written here while the rows were read: what was read of them may predate the write.
+            let written = std::mem::take(
+                &mut *self
+                    .0
+                    .written_since_load
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+            if written.1 {
+                m.clear();
+            } else {
+                for p in &written.0 {
+                    m.remove(p);
+                }
+            }
         }
         for (project, revision) in watched {
             self.wake(&project, revision);
@@ -291,7 +333,7 @@ mod tests {
     fn announcements_only_move_revisions_forward_and_nothing_is_known_unsynced() {
         let bus = RevisionBus::default();
         let p = ProjectId::new("acme", "api").unwrap();
-        assert!(bus.heard("acme/api 5"));
+        bus.read(&p, 5);
         assert_eq!(bus.known(&p), None, "not loaded yet: nothing is known");
         bus.0.synced.store(true, Ordering::Release);
         assert_eq!(bus.known(&p), Some(5));
@@ -307,6 +349,36 @@ mod tests {
         assert!(!bus.heard("acme/api x"));
         bus.unsynced();
         assert_eq!(bus.known(&p), None);
+    }
+
+    #[test]
+    fn an_announcement_late_for_a_write_here_does_not_bring_the_project_back() {
+        let bus = RevisionBus::default();
+        bus.0.synced.store(true, Ordering::Release);
+        let p = ProjectId::new("acme", "new").unwrap();
+        // The project's creation (revision 0) is announced by the trigger; the push that made
+        // it 1 went through this replica, which forgot the project; the 0 arrives only now.
+        bus.wrote(Some("acme/new"));
+        assert!(bus.heard("acme/new 0"));
+        assert_eq!(
+            bus.known(&p),
+            None,
+            "a late announcement makes nothing known"
+        );
+        assert!(bus.heard("acme/new 1"));
+        assert_eq!(
+            bus.known(&p),
+            None,
+            "nor does a current one: the database does"
+        );
+        bus.read(&p, 1);
+        assert_eq!(bus.known(&p), Some(1));
+        assert!(bus.heard("acme/new 2"));
+        assert_eq!(
+            bus.known(&p),
+            Some(2),
+            "a known project moves on announcements"
+        );
     }
 
     #[tokio::test]
