@@ -55,10 +55,27 @@ pub struct LocalFile {
 
 impl LocalFile {
     /// The bytes of a file [`TeamDir::scan`] found: that scan reads every file. (A file
-    /// [`TeamDir::scan_known`] knew by its stamp was not read: it gives no bytes here, so read it
-    /// with [`TeamDir::read_found`].)
+    /// [`TeamDir::scan_known`] knew by its stamp was not read: it gives no bytes here; see
+    /// [`LocalFile::bytes`].)
     pub fn read_bytes(&self) -> &[u8] {
         self.content.as_deref().unwrap_or_default()
+    }
+
+    /// The bytes of the file found at `path` in `team`: those the scan read, else read now,
+    /// through [`TeamDir::read`] and its symlink checks (None when it is gone since).
+    pub fn bytes(
+        &self,
+        team: &TeamDir,
+        path: &str,
+    ) -> Result<Option<std::borrow::Cow<'_, [u8]>>, FsError> {
+        if let Some(b) = &self.content {
+            return Ok(Some(std::borrow::Cow::Borrowed(b)));
+        }
+        // A scan keeps only paths that parse.
+        let Ok(p) = MemoryPath::parse(path) else {
+            return Ok(None);
+        };
+        Ok(team.read(&p)?.map(std::borrow::Cow::Owned))
     }
 }
 
@@ -143,39 +160,30 @@ impl FsError {
     }
 }
 
-/// Whether [`place_new`] moves the temp file into place (Linux with glibc: one
-/// `renameat2(RENAME_NOREPLACE)`), rather than linking it there and leaving it to be removed.
-const RENAMES_NEW: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
-
 /// Puts the temp file `tmp` at `target` unless a file of that name exists (then
-/// `AlreadyExists`). On Linux one `renameat2(RENAME_NOREPLACE)`; where the file system does not
-/// support it, and elsewhere, a hard link (which fails the same way) and the temp file stays
-/// for the caller to remove.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+/// `AlreadyExists`, and `tmp` stays for the caller to remove); once placed, `tmp` is gone. On
+/// Linux one `renameat2(RENAME_NOREPLACE)`; where the file system does not support it, and
+/// elsewhere, a hard link (which fails the same way) and the removal of the temp name.
 fn place_new(tmp: &Path, target: &Path) -> std::io::Result<()> {
-    use nix::errno::Errno;
-    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
-    match renameat2(
-        AT_FDCWD,
-        tmp,
-        AT_FDCWD,
-        target,
-        RenameFlags::RENAME_NOREPLACE,
-    ) {
-        Ok(()) => Ok(()),
-        Err(Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => {
-            std::fs::hard_link(tmp, target)?;
-            // The rename was not done: the temp file is removed here, as a rename would have.
-            let _ = std::fs::remove_file(tmp);
-            Ok(())
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use nix::errno::Errno;
+        use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+        match renameat2(
+            AT_FDCWD,
+            tmp,
+            AT_FDCWD,
+            target,
+            RenameFlags::RENAME_NOREPLACE,
+        ) {
+            Ok(()) => return Ok(()),
+            Err(Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => {}
+            Err(e) => return Err(std::io::Error::from(e)),
         }
-        Err(e) => Err(std::io::Error::from(e)),
     }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn place_new(tmp: &Path, target: &Path) -> std::io::Result<()> {
-    std::fs::hard_link(tmp, target)
+    std::fs::hard_link(tmp, target)?;
+    let _ = std::fs::remove_file(tmp);
+    Ok(())
 }
 
 impl TeamDir {
@@ -293,8 +301,8 @@ impl TeamDir {
             .map(|((path, _, expect), staged)| {
                 let (tmp, target) = staged?;
                 let outcome = self.place(path, &tmp, &target, *expect);
-                // A temp file placed by a rename is gone already.
-                if !matches!(outcome, Ok(Written::Done)) || (expect.is_none() && !RENAMES_NEW) {
+                // A placed temp file is gone already (renamed, or linked and removed).
+                if !matches!(outcome, Ok(Written::Done)) {
                     let _ = std::fs::remove_file(&tmp);
                 }
                 outcome
@@ -434,12 +442,6 @@ impl TeamDir {
         let mut scan = Scan::default();
         self.walk(&self.root.clone(), "", &known, &mut scan)?;
         Ok(scan)
-    }
-
-    /// The bytes of the file at `rel` (a path a scan found), read now.
-    pub fn read_found(&self, rel: &str) -> Result<Vec<u8>, FsError> {
-        let p = self.root.join(rel);
-        std::fs::read(&p).map_err(io(&p))
     }
 
     fn walk(

@@ -655,9 +655,8 @@ impl Engine<'_> {
                 state.refused.remove(path);
             }
             // A changed file was read by the scan (its stamp is not the synced version's).
-            let bytes = match &lf.content {
-                Some(b) => std::borrow::Cow::Borrowed(b.as_slice()),
-                None => std::borrow::Cow::Owned(self.team.read_found(path)?),
+            let Some(bytes) = lf.bytes(self.team, path)? else {
+                continue;
             };
             if let Some((rule, message)) = self.local_check(path, &bytes) {
                 state.refused.insert(
@@ -1138,10 +1137,7 @@ fn predict_refusal(
         .iter()
         .filter(|(p, f)| state.files.get(*p).is_some_and(|t| t.sha256 == f.sha256))
         .filter_map(|(p, f)| {
-            let bytes = match &f.content {
-                Some(b) => std::borrow::Cow::Borrowed(b.as_slice()),
-                None => std::borrow::Cow::Owned(team_dir.read_found(p).ok()?),
-            };
+            let bytes = f.bytes(team_dir, p).ok().flatten()?;
             Some((p.clone(), String::from_utf8_lossy(&bytes).into_owned()))
         })
         .collect();

@@ -209,8 +209,9 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
 }
 
 /// The access log: one INFO line per request when its answer's head is sent (target
-/// `memsync_server::access`; the request span adds the method, path and request id). Never the
-/// query string, a header or a body. `MEMSYNC_LOG=info,memsync_server::access=warn` turns it off.
+/// `memsync_server::access`; the request span adds the method, matched route, path and request
+/// id). Never the query string, a header or a body.
+/// `MEMSYNC_LOG=info,memsync_server::access=warn` turns it off.
 fn access_log(resp: &Response, latency: Duration, _span: &tracing::Span) {
     tracing::info!(
         target: "memsync_server::access",
