@@ -104,6 +104,9 @@ pub struct Server {
     log_path: PathBuf,
     /// Sign with the key the server generates in its data dir instead of TEST_JWT_SECRET.
     generated_key: bool,
+    /// No export directory: a stateless API replica (with a database URL, the harness otherwise
+    /// gives every server `<data-dir>/git` unless its arguments name one).
+    stateless: bool,
 }
 
 impl Server {
@@ -143,6 +146,31 @@ impl Server {
             extra_args: extra.iter().map(|s| s.to_string()).collect(),
             log_path,
             generated_key: false,
+            stateless: false,
+        };
+        s.spawn();
+        s
+    }
+
+    /// Starts a stateless API replica on `database_url`: no export directory, so it runs no git
+    /// export and forwards clones to the replica that does.
+    pub fn start_stateless(database_url: &str, extra: &[&str]) -> Server {
+        let t = tempfile::Builder::new()
+            .prefix("memsync-test-")
+            .tempdir()
+            .expect("tempdir");
+        let data_dir = t.path().join("data");
+        std::fs::create_dir_all(&data_dir).expect("data dir");
+        let mut s = Server {
+            child: None,
+            url: String::new(),
+            database_url: Some(database_url.to_owned()),
+            log_path: data_dir.join("server.log"),
+            data_dir,
+            _tmp: Some(t),
+            extra_args: extra.iter().map(|s| s.to_string()).collect(),
+            generated_key: false,
+            stateless: true,
         };
         s.spawn();
         s
@@ -161,6 +189,7 @@ impl Server {
             _tmp: None,
             extra_args: Vec::new(),
             generated_key: true,
+            stateless: false,
         };
         s.spawn();
         s
@@ -178,6 +207,7 @@ impl Server {
             _tmp: None,
             extra_args: extra.iter().map(|s| s.to_string()).collect(),
             generated_key: true,
+            stateless: false,
         };
         s.spawn();
         s
@@ -200,9 +230,15 @@ impl Server {
         }
         cmd.env("MEMSYNC_LOG_FORMAT", "json")
             .env_remove("DATABASE_URL")
-            .env_remove("MEMSYNC_DATABASE_URL");
+            .env_remove("MEMSYNC_DATABASE_URL")
+            .env_remove("MEMSYNC_EXPORT_DIR");
         if let Some(url) = &self.database_url {
             cmd.arg("--database-url").arg(url);
+            // With a database URL only a server given an export directory exports; the tests'
+            // servers get one in their data dir (as the embedded mode's default) unless stateless.
+            if !self.stateless {
+                cmd.env("MEMSYNC_EXPORT_DIR", self.data_dir.join("git"));
+            }
         }
         cmd
     }

@@ -237,10 +237,22 @@ pub struct GlobalArgs {
         default_value_t = 5
     )]
     pub db_restart_attempts: u32,
-    /// Where the git export keeps one bare repository per project, `<team>/<name>.git`
-    /// [default: <data-dir>/git]. Replicas may share it or each have their own.
+    /// Where the git export keeps one bare repository per project, `<team>/<name>.git`. Only a
+    /// process with an export directory exports and serves clones (one at a time: the one holding
+    /// the export lock); others forward `/git/…` to it. [default: <data-dir>/git with the
+    /// embedded PostgreSQL; none with a database URL]
     #[arg(long, global = true, env = "MEMSYNC_EXPORT_DIR")]
     pub export_dir: Option<PathBuf>,
+    /// The URL other replicas reach this process at when it runs the export, e.g.
+    /// `http://memsync-export-0.memsync-export:7878`; they forward clones there. [default:
+    /// http://<--listen>, or http://<hostname>:<port> when listening on every address]
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_EXPORT_ADVERTISE_URL",
+        value_name = "URL"
+    )]
+    pub export_advertise_url: Option<String>,
     /// How often the git exporter looks for unexported revisions when no notification came.
     #[arg(long, global = true, env = "MEMSYNC_EXPORT_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub export_interval: Duration,
@@ -281,6 +293,15 @@ pub struct GlobalArgs {
     /// expiry of the token it was opened with).
     #[arg(long, global = true, env = "MEMSYNC_CONSOLE_MAX_SESSION", default_value = "8h", value_parser = humantime::parse_duration)]
     pub console_max_session: Duration,
+    /// Serve `/metrics` on this address instead of the API's (e.g. `0.0.0.0:9090`, reachable by
+    /// the scraper only); the API's listener then answers 404 there.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_METRICS_LISTEN",
+        value_name = "ADDR"
+    )]
+    pub metrics_listen: Option<SocketAddr>,
     /// Log format: `auto` (JSON when stderr is not a terminal), `json` or `text`.
     #[arg(
         long,
@@ -326,6 +347,8 @@ pub struct Config {
     pub db_pool_size: u32,
     pub db_restart_attempts: u32,
     pub export: ExportConfig,
+    /// Where `/metrics` is served when not on the API's listener.
+    pub metrics_listen: Option<SocketAddr>,
     /// The extra scanner rules file, if any.
     pub scan_rules: Option<PathBuf>,
     pub public_url: Option<String>,
@@ -341,10 +364,12 @@ impl Config {
             .or_else(|| std::env::var("DATABASE_URL").ok())
             .filter(|s| !s.is_empty())
             .map(SecretString);
+        // An external database means replicas: only those given an export directory export.
         let export_dir = g
             .export_dir
             .clone()
-            .unwrap_or_else(|| g.data_dir.join("git"));
+            .filter(|d| !d.as_os_str().is_empty())
+            .or_else(|| database_url.is_none().then(|| g.data_dir.join("git")));
         Config {
             listen: g.listen,
             data_dir: g.data_dir.clone(),
@@ -374,7 +399,8 @@ impl Config {
             db_pool_size: g.db_pool_size.max(3),
             db_restart_attempts: g.db_restart_attempts.max(1),
             export: ExportConfig {
-                dir: std::path::absolute(&export_dir).unwrap_or(export_dir),
+                dir: export_dir.map(|d| std::path::absolute(&d).unwrap_or(d)),
+                advertise_url: g.export_advertise_url.clone().filter(|u| !u.is_empty()),
                 interval: g.export_interval.max(Duration::from_millis(50)),
                 paused: g.export_paused,
                 mirror: g
@@ -387,6 +413,7 @@ impl Config {
                     }),
                 failpoint: g.export_failpoint.clone(),
             },
+            metrics_listen: g.metrics_listen,
             scan_rules: g.scan_rules.clone().filter(|p| !p.as_os_str().is_empty()),
             public_url: g.public_url.clone().filter(|u| !u.is_empty()),
             console_idle_timeout: g.console_idle_timeout,

@@ -71,8 +71,11 @@ use crate::store::outbox;
 /// The export's configuration.
 #[derive(Debug, Clone)]
 pub struct ExportConfig {
-    /// The root of the repositories (absolute: `git http-backend` is given it).
-    pub dir: PathBuf,
+    /// The root of the repositories (absolute: `git http-backend` is given it). None: this
+    /// process does not export; it forwards clones to the process that does.
+    pub dir: Option<PathBuf>,
+    /// The URL other replicas forward clones to while this process runs the export.
+    pub advertise_url: Option<String>,
     /// How often the exporter looks for work without a notification.
     pub interval: Duration,
     /// Don't run the background exporter in this process (clones are still served).
@@ -103,6 +106,11 @@ impl MirrorConfig {
 
 impl ExportConfig {
     pub fn validate(&self) -> anyhow::Result<()> {
+        if self.dir.is_none() && self.mirror.is_some() {
+            bail!(
+                "--mirror-url-template needs --export-dir: only the process that runs the git export pushes the mirror"
+            );
+        }
         if let Some(m) = &self.mirror
             && !m.url_template.expose().contains("{name}")
         {
@@ -136,6 +144,8 @@ fn bump(c: &AtomicU64, n: u64) {
 /// The export as one process runs it.
 pub struct Exporter {
     cfg: ExportConfig,
+    /// The root of the repositories (`cfg.dir`, which an exporter always has).
+    dir: PathBuf,
     stats: Arc<Stats>,
     mirror: Option<mirror::Mirror>,
     /// This process holds the export lock: it writes the repositories and pushes the mirror.
@@ -152,11 +162,11 @@ pub struct Exporter {
 
 impl Exporter {
     fn repo_path(&self, project: &ProjectId) -> PathBuf {
-        repo::path(&self.cfg.dir, project)
+        repo::path(&self.dir, project)
     }
 
     pub fn dir(&self) -> &Path {
-        &self.cfg.dir
+        &self.dir
     }
 
     /// Whether this process runs the export now (it holds the export lock).
@@ -179,25 +189,24 @@ fn installed() -> Option<&'static Arc<Exporter>> {
     EXPORTER.get()
 }
 
-/// Starts the export for `serve`: the mirror task (when configured) and the background exporter
-/// (unless paused).
-pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Arc<Exporter>> {
+/// Starts the export for `serve` when an export directory is configured: the mirror task (when
+/// configured) and the background exporter (unless paused).
+pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Option<Arc<Exporter>>> {
     cfg.validate()?;
-    std::fs::create_dir_all(&cfg.dir)
-        .with_context(|| format!("creating the export directory {}", cfg.dir.display()))?;
+    let Some(dir) = cfg.dir.clone() else {
+        tracing::info!("no export directory: this process does not run the git export");
+        return Ok(None);
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating the export directory {}", dir.display()))?;
     let stats = Arc::new(Stats::default());
     let leader = Arc::new(AtomicBool::new(false));
     let mirror = cfg.mirror.clone().map(|m| {
-        mirror::Mirror::spawn(
-            pool.clone(),
-            m,
-            cfg.dir.clone(),
-            stats.clone(),
-            leader.clone(),
-        )
+        mirror::Mirror::spawn(pool.clone(), m, dir.clone(), stats.clone(), leader.clone())
     });
     let ex = Arc::new(Exporter {
         cfg,
+        dir,
         stats,
         mirror,
         leader,
@@ -216,7 +225,7 @@ pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Arc<Exporter>> {
     } else {
         worker::spawn(own_pool(&pool), ex.clone());
     }
-    Ok(ex)
+    Ok(Some(ex))
 }
 
 /// The exporter's own two connections, closed with `pool`: under a push load the request pool
@@ -251,14 +260,17 @@ pub async fn request_rebuild(conn: &mut PgConnection, project: &ProjectId) -> sq
 /// force-updates the mirror. On failure the request stays for the exporter, and the caller
 /// hears that the export still holds the content.
 pub async fn rewrite_after_purge(pool: &PgPool, project: &ProjectId) -> ApiResult<()> {
-    let Some(ex) = installed() else {
-        return Ok(());
-    };
+    // Without an export directory, this process waits for the one that runs the export.
+    let ex = installed().cloned();
     // In a task of its own: a request cut short by its timeout must not drop the lock while the
     // rewrite is still writing.
     let task = tokio::spawn({
         let (pool, ex, project) = (pool.clone(), ex.clone(), project.clone());
         async move {
+            let Some(ex) = ex else {
+                outbox::notify(&pool, &project).await?;
+                return wait_for_rebuild(&pool, &project, REWRITE_WAIT).await;
+            };
             let deadline = tokio::time::Instant::now() + REWRITE_WAIT;
             let mut conn = outbox::connect(&pool).await?;
             // The process that runs the export (this one or another replica) does the rewrite,
@@ -289,7 +301,9 @@ pub async fn rewrite_after_purge(pool: &PgPool, project: &ProjectId) -> ApiResul
     match task.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => {
-            bump(&ex.stats.failures, 1);
+            if let Some(ex) = installed() {
+                bump(&ex.stats.failures, 1);
+            }
             tracing::error!(%project, error = format!("{e:#}"), "rewriting the git export after a purge failed");
             Err(ApiError::Unavailable {
                 message: format!(
@@ -303,6 +317,22 @@ pub async fn rewrite_after_purge(pool: &PgPool, project: &ProjectId) -> ApiResul
     }
 }
 
+/// Waits until the process that runs the export has rewritten `project` as requested.
+async fn wait_for_rebuild(
+    pool: &PgPool,
+    project: &ProjectId,
+    wait: Duration,
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + wait;
+    while !outbox::rebuild_done(pool, project).await? {
+        if tokio::time::Instant::now() >= deadline {
+            bail!("the process that runs the git export did not rewrite {project} within {wait:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Ok(())
+}
+
 /// `memsync-server export rebuild`: rewrites the repositories of `projects` (every project when
 /// empty) from Postgres, then force-updates the mirror.
 pub async fn rebuild(
@@ -311,18 +341,6 @@ pub async fn rebuild(
     projects: Vec<ProjectId>,
 ) -> anyhow::Result<()> {
     cfg.validate()?;
-    std::fs::create_dir_all(&cfg.dir)
-        .with_context(|| format!("creating the export directory {}", cfg.dir.display()))?;
-    let ex = Arc::new(Exporter {
-        cfg,
-        stats: Arc::default(),
-        mirror: None,
-        leader: Arc::new(AtomicBool::new(false)),
-        caught_up: AtomicBool::new(false),
-        pool: pool.clone(),
-        purge_checks: current::PurgeChecks::default(),
-        wake: tokio::sync::Notify::new(),
-    });
     let projects = if projects.is_empty() {
         outbox::projects(pool)
             .await?
@@ -341,6 +359,25 @@ pub async fn rebuild(
     if !outbox::try_lock(&mut conn).await? {
         return rebuild_by_the_exporter(pool, &projects).await;
     }
+    let Some(dir) = cfg.dir.clone() else {
+        let _ = outbox::unlock(&mut conn).await;
+        bail!(
+            "no server runs the git export now and no export directory is configured here: pass --export-dir (MEMSYNC_EXPORT_DIR) naming the exporting server's directory, or start the server that has one"
+        );
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating the export directory {}", dir.display()))?;
+    let ex = Arc::new(Exporter {
+        cfg,
+        dir,
+        stats: Arc::default(),
+        mirror: None,
+        leader: Arc::new(AtomicBool::new(false)),
+        caught_up: AtomicBool::new(false),
+        pool: pool.clone(),
+        purge_checks: current::PurgeChecks::default(),
+        wake: tokio::sync::Notify::new(),
+    });
     let mut result = Ok(());
     for p in &projects {
         // Recorded first: if this is interrupted, a server finishes it.
@@ -362,7 +399,7 @@ pub async fn rebuild(
     let _ = outbox::unlock(&mut conn).await;
     if let Some(m) = ex.cfg.mirror.clone() {
         for p in &projects {
-            match mirror::push_with_retries(pool, &m, &ex.cfg.dir, p, 3).await {
+            match mirror::push_with_retries(pool, &m, &ex.dir, p, 3).await {
                 Ok(()) => eprintln!("memsync-server: mirror of {p} updated"),
                 Err(e) => {
                     eprintln!(

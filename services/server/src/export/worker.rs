@@ -159,7 +159,7 @@ async fn step(
         ex.caught_up.store(true, Ordering::Relaxed);
         if let Some(m) = &ex.mirror {
             // The mirror gets what the previous exporter may not have pushed.
-            for p in repo::list(&ex.cfg.dir) {
+            for p in repo::list(&ex.dir) {
                 m.push_soon(p);
             }
         }
@@ -362,7 +362,7 @@ async fn rebuild(pool: &PgPool, ex: &Exporter, project: &ProjectId) -> anyhow::R
     let upto = crate::store::memories::revision(pool, project)
         .await?
         .unwrap_or(0);
-    let root = ex.cfg.dir.clone();
+    let root = ex.dir.clone();
     let scratch = {
         let (root, project) = (root.clone(), project.clone());
         blocking(move || repo::begin_rebuild(&root, &project)).await?
