@@ -614,6 +614,7 @@ impl ApiClient {
             .http
             .request(req.method.clone(), req.url.clone())
             .bearer_auth(&self.token)
+            .header("traceparent", crate::tracecontext::traceparent())
             .timeout(limit);
         if let Some(body) = &req.body {
             b = b
@@ -805,6 +806,7 @@ impl ApiClient {
         let mut b = http
             .get(url.clone())
             .bearer_auth(&self.token)
+            .header("traceparent", crate::tracecontext::traceparent())
             .header(reqwest::header::ACCEPT, "text/event-stream");
         if let Some(id) = last_event_id {
             b = b.header("last-event-id", id);

@@ -15,4 +15,5 @@ pub mod sse;
 pub mod stale;
 pub mod state;
 pub mod sync;
+pub mod tracecontext;
 pub mod watch;

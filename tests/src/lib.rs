@@ -107,6 +107,8 @@ pub struct Server {
     /// No export directory: a stateless API replica (with a database URL, the harness otherwise
     /// gives every server `<data-dir>/git` unless its arguments name one).
     stateless: bool,
+    /// Extra environment variables of the server process.
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -147,7 +149,21 @@ impl Server {
             log_path,
             generated_key: false,
             stateless: false,
+            env: Vec::new(),
         };
+        s.spawn();
+        s
+    }
+
+    /// Starts a server on `database_url` (a fresh temporary data dir) with extra environment
+    /// variables.
+    pub fn start_with_env(database_url: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut s = Server::start_stateless_unspawned(database_url, extra);
+        s.stateless = false;
+        s.env = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         s.spawn();
         s
     }
@@ -155,13 +171,19 @@ impl Server {
     /// Starts a stateless API replica on `database_url`: no export directory, so it runs no git
     /// export and forwards clones to the replica that does.
     pub fn start_stateless(database_url: &str, extra: &[&str]) -> Server {
+        let mut s = Server::start_stateless_unspawned(database_url, extra);
+        s.spawn();
+        s
+    }
+
+    fn start_stateless_unspawned(database_url: &str, extra: &[&str]) -> Server {
         let t = tempfile::Builder::new()
             .prefix("memsync-test-")
             .tempdir()
             .expect("tempdir");
         let data_dir = t.path().join("data");
         std::fs::create_dir_all(&data_dir).expect("data dir");
-        let mut s = Server {
+        Server {
             child: None,
             url: String::new(),
             database_url: Some(database_url.to_owned()),
@@ -171,9 +193,8 @@ impl Server {
             extra_args: extra.iter().map(|s| s.to_string()).collect(),
             generated_key: false,
             stateless: true,
-        };
-        s.spawn();
-        s
+            env: Vec::new(),
+        }
     }
 
     /// Starts a server on the embedded PostgreSQL in `data_dir`, with the signing key it
@@ -190,6 +211,7 @@ impl Server {
             extra_args: Vec::new(),
             generated_key: true,
             stateless: false,
+            env: Vec::new(),
         };
         s.spawn();
         s
@@ -208,6 +230,7 @@ impl Server {
             extra_args: extra.iter().map(|s| s.to_string()).collect(),
             generated_key: true,
             stateless: false,
+            env: Vec::new(),
         };
         s.spawn();
         s
@@ -239,6 +262,9 @@ impl Server {
             if !self.stateless {
                 cmd.env("MEMSYNC_EXPORT_DIR", self.data_dir.join("git"));
             }
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
         }
         cmd
     }

@@ -1,10 +1,11 @@
 //! Clones through `/git/` on several replicas: only a copy known to be current and free of
-//! purged content is served. Two `memsync-server` processes on one PostgreSQL, each with its own
-//! export directory (no shared disk): the one that runs the export serves `git clone`; the other
-//! refuses with 503 and a message git prints, when it has no copy, when its copy is behind, and
-//! when its copy (at the current revision) was written before a purge, whose canary is never
-//! served. With a shared export directory both serve. Real PostgreSQL, the real server binary,
-//! real git.
+//! purged content is served. `memsync-server` processes on one PostgreSQL, each with its own
+//! export directory (no shared disk) or none: the one that runs the export serves `git clone`;
+//! the others serve their own copy only when it is current, and otherwise forward the clone to
+//! the exporter (when they have no copy, when it is behind, and when it was written before a
+//! purge, whose canary is never served). With no exporter, clones are refused with 503 and a
+//! message git prints. With a shared export directory all serve. Real PostgreSQL, the real
+//! server binary, real git.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -64,7 +65,7 @@ fn clone_refused(server: &Server, token: &str, tmp: &Path, why: &str) -> String 
     );
     assert!(stderr.contains("503"), "{stderr}");
     assert!(
-        stderr.contains("remote: ") && stderr.contains("Clone from the mirror"),
+        stderr.contains("remote: ") && stderr.contains("retry in a few seconds"),
         "git prints the server's message: {stderr}"
     );
     assert!(stderr.contains(why), "git says {why:?}: {stderr}");
@@ -192,7 +193,7 @@ async fn assert_refused_over_http(server: &Server, token: &str, why: &str) {
     assert_eq!(v["error"]["code"], "unavailable", "{body}");
     let message = v["error"]["message"].as_str().expect("message");
     assert!(message.contains(why), "{message}");
-    assert!(message.contains("Clone from the mirror"), "{message}");
+    assert!(message.contains("retry in a few seconds"), "{message}");
     let (status, retry, ct, text) = info_refs(&http, server, token, "git/2.47.3").await;
     assert_eq!(status, 503);
     assert_eq!(retry.as_deref(), Some("2"));
@@ -216,7 +217,7 @@ async fn info_refs_ms(server: &Server, token: &str, n: usize) -> (u16, f64) {
 }
 
 #[tokio::test]
-async fn only_a_current_copy_without_purged_content_is_cloned_from_a_replica() {
+async fn a_replica_without_a_current_copy_forwards_clones_to_the_exporter() {
     let db = TestDb::new().await;
     let tmp = tempfile::tempdir().expect("tmp");
     let mut r = start_replicas(&db, 2, &["--export-interval", "200ms"]);
@@ -239,22 +240,25 @@ async fn only_a_current_copy_without_purged_content_is_cloned_from_a_replica() {
     push_ok(&alice, vec![put("two.md", &note("two", "two\n"), None)]).await;
     wait_copy(&local_copy(&r[a]), 3).await;
 
-    // The exporter serves its copy; the other replica has none and says where to go.
+    // The exporter serves its copy; the other replica has none and forwards the clone to it.
     let (_, rev) = clone_ok(&r[a], &alice_t, tmp.path());
     assert_eq!(rev, 3);
-    assert_eq!(head_revision(&local_copy(&r[b])), None);
-    let stderr = clone_refused(&r[b], &alice_t, tmp.path(), "has no copy");
-    println!("git through the other replica:\n{stderr}");
-    assert_refused_over_http(&r[b], &alice_t, "has no copy").await;
+    let (_, rev) = clone_ok(&r[b], &alice_t, tmp.path());
+    assert_eq!(rev, 3, "forwarded to the exporter");
+    assert_eq!(
+        head_revision(&local_copy(&r[b])),
+        None,
+        "nothing written here"
+    );
     let (served, served_ms) = info_refs_ms(&r[a], &alice_t, 21).await;
-    let (refused, refused_ms) = info_refs_ms(&r[b], &alice_t, 21).await;
-    assert_eq!((served, refused), (200, 503));
+    let (forwarded, forwarded_ms) = info_refs_ms(&r[b], &alice_t, 21).await;
+    assert_eq!((served, forwarded), (200, 200));
     println!(
-        "info/refs p50 over 21 requests: served by the exporter {served_ms:.2} ms, refused by the other replica {refused_ms:.2} ms"
+        "info/refs p50 over 21 requests: served by the exporter {served_ms:.2} ms, forwarded by the other replica {forwarded_ms:.2} ms"
     );
 
     // The exporter dies: the other replica takes the export over and writes its own copy. The
-    // first comes back with its copy at revision 3, which is current: it is served.
+    // first comes back with its copy at revision 3, which is current: it serves it itself.
     r[a].kill();
     assert_eq!(leader(&[&r[b]]).await, 0);
     wait_copy(&local_copy(&r[b]), 3).await;
@@ -263,19 +267,15 @@ async fn only_a_current_copy_without_purged_content_is_cloned_from_a_replica() {
     let (_, rev) = clone_ok(&r[a], &alice_t, tmp.path());
     assert_eq!(rev, 3, "a current copy on a replica that does not export");
 
-    // Pushes move on; the copy of the replica that no longer exports is behind and refused.
+    // Pushes move on; the copy of the replica that no longer exports is behind: never served,
+    // the clone gets the exporter's current one.
     let alice = r[a].client(&alice_t);
     push_ok(&alice, vec![put("three.md", &note("three", "3\n"), None)]).await;
     push_ok(&alice, vec![delete("leak.md", Some(&leak_sha))]).await;
     wait_copy(&local_copy(&r[b]), 5).await;
     assert_eq!(head_revision(&local_copy(&r[a])), Some(3));
-    clone_refused(
-        &r[a],
-        &alice_t,
-        tmp.path(),
-        "is at revision 3, the project at 5",
-    );
-    assert_refused_over_http(&r[a], &alice_t, "is at revision 3, the project at 5").await;
+    let (_, rev) = clone_ok(&r[a], &alice_t, tmp.path());
+    assert_eq!(rev, 5, "the exporter's copy, not this replica's revision 3");
     let (_, rev) = clone_ok(&r[b], &alice_t, tmp.path());
     assert_eq!(rev, 5);
 
@@ -291,8 +291,8 @@ async fn only_a_current_copy_without_purged_content_is_cloned_from_a_replica() {
     assert!(objects_contain(&before.join(".git"), &canary));
 
     // The deleted file is purged through the replica that does not export: no new revision, so
-    // its copy is still at the current revision, but written before the purge. It is refused;
-    // the exporter's rewritten copy is served without the canary.
+    // its copy is still at the current revision, but written before the purge. It is never
+    // served: clones through it get the exporter's rewritten copy, without the canary.
     purge(&r[b], &ann_t, "leak.md").await;
     let revision = count(
         &db,
@@ -305,45 +305,108 @@ async fn only_a_current_copy_without_purged_content_is_cloned_from_a_replica() {
         objects_contain(&local_copy(&r[b]), &canary),
         "the stale copy does hold the purged content"
     );
-    for _ in 0..3 {
-        clone_refused(
-            &r[b],
-            &alice_t,
-            tmp.path(),
-            "written before content was purged",
+    for s in [&r[b], &r[b], &r[a]] {
+        let (after, rev) = clone_ok(s, &alice_t, tmp.path());
+        assert_eq!(rev, 5);
+        assert!(
+            !objects_contain(&after.join(".git"), &canary),
+            "no object a clone through {} got holds the purged canary",
+            s.url
+        );
+        let files = git(Some(&after), &["ls-files"]);
+        assert!(
+            files.lines().any(|f| f == "two.md") && !files.contains("leak.md"),
+            "{files}"
         );
     }
-    assert_refused_over_http(&r[b], &alice_t, "written before content was purged").await;
-    let (after, rev) = clone_ok(&r[a], &alice_t, tmp.path());
-    assert_eq!(rev, 5);
-    assert!(
-        !objects_contain(&after.join(".git"), &canary),
-        "no object the clone got holds the purged canary"
-    );
-    let (served, served_ms) = info_refs_ms(&r[a], &alice_t, 21).await;
-    let (refused, refused_ms) = info_refs_ms(&r[b], &alice_t, 21).await;
-    assert_eq!((served, refused), (200, 503));
-    println!(
-        "after the purge, info/refs p50 over 21 requests: served by the exporter {served_ms:.2} ms (its purge check remembered), refused by the replica whose copy predates the purge {refused_ms:.2} ms"
-    );
-    let files = git(Some(&after), &["ls-files"]);
-    assert!(
-        files.lines().any(|f| f == "two.md") && !files.contains("leak.md"),
-        "{files}"
-    );
-    // The exporter keeps being served after the purge, at each new revision.
+    // The exporter keeps being served after the purge, at each new revision, through both.
     let alice = r[a].client(&alice_t);
     push_ok(&alice, vec![put("four.md", &note("four", "4\n"), None)]).await;
     wait_copy(&local_copy(&r[a]), 6).await;
-    let (latest, rev) = clone_ok(&r[a], &alice_t, tmp.path());
-    assert_eq!(rev, 6);
-    assert!(!objects_contain(&latest.join(".git"), &canary));
-    clone_refused(
-        &r[b],
+    for s in [&r[a], &r[b]] {
+        let (latest, rev) = clone_ok(s, &alice_t, tmp.path());
+        assert_eq!(rev, 6);
+        assert!(!objects_contain(&latest.join(".git"), &canary));
+    }
+}
+
+/// A cluster as deploy/k8s runs it: one replica with an export directory (the export
+/// StatefulSet) and two stateless API replicas without one. Only the exporter holds the export;
+/// clones through any replica work; with no exporter, clones are refused with a message git
+/// prints, and a new exporter with an empty directory rebuilds the same history.
+#[tokio::test]
+async fn stateless_replicas_forward_clones_to_the_one_exporter() {
+    let db = TestDb::new().await;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut exporter =
+        Server::start_with(Some(db.url.clone()), None, &["--export-interval", "200ms"]);
+    let api: Vec<Server> = (0..2)
+        .map(|_| Server::start_stateless(&db.url, &["--export-interval", "200ms"]))
+        .collect();
+    let alice_t = api[0].token("alice", &["acme"]);
+    assert_eq!(leader(&[&exporter, &api[0], &api[1]]).await, 0);
+
+    let alice = api[0].client(&alice_t);
+    push_ok(&alice, vec![put("one.md", &note("one", "one\n"), None)]).await;
+    let alice = api[1].client(&alice_t);
+    push_ok(&alice, vec![put("two.md", &note("two", "two\n"), None)]).await;
+    wait_copy(&local_copy(&exporter), 2).await;
+    let mut heads = Vec::new();
+    for s in [&exporter, &api[0], &api[1]] {
+        let (dest, rev) = clone_ok(s, &alice_t, tmp.path());
+        assert_eq!(rev, 2, "through {}", s.url);
+        heads.push(git(Some(&dest), &["rev-parse", "HEAD"]));
+        let files = git(Some(&dest), &["ls-files"]);
+        assert_eq!(
+            files.lines().collect::<Vec<_>>(),
+            ["MEMORY.md", "one.md", "two.md"]
+        );
+    }
+    assert!(heads.iter().all(|h| *h == heads[0]), "{heads:?}");
+    // Only the exporter holds an export; the API replicas wrote nothing.
+    for s in &api {
+        assert!(
+            !s.data_dir.join("git").exists(),
+            "{} wrote an export",
+            s.url
+        );
+        assert!(
+            s.log().contains("does not run the git export"),
+            "the API replica says it does not export"
+        );
+    }
+    // A token of another team gets 404 through a forwarding replica too, and no credentials 401.
+    let bob_t = api[0].token("bob", &["other"]);
+    let (out, _) = clone(&api[1], &bob_t, tmp.path());
+    assert!(!out.status.success());
+    let http = reqwest::Client::new();
+    let (status, ..) = info_refs(&http, &api[0], &bob_t, "git/2.47.3").await;
+    assert_eq!(status, 404);
+
+    // No exporter: clones through the API replicas are refused, saying why, in git's words.
+    exporter.kill();
+    let stderr = clone_refused(
+        &api[0],
         &alice_t,
         tmp.path(),
-        "is at revision 5, the project at 6",
+        "no replica runs the git export now",
     );
+    println!("git with no exporter:\n{stderr}");
+    assert_refused_over_http(&api[1], &alice_t, "no replica runs the git export now").await;
+    // API writes go on meanwhile.
+    push_ok(&alice, vec![put("three.md", &note("three", "3\n"), None)]).await;
+
+    // A new exporter with an empty export directory (a new volume) takes over, rebuilds the
+    // history from PostgreSQL with the same commit ids, and clones through any replica work.
+    let fresh = Server::start_with(Some(db.url.clone()), None, &["--export-interval", "200ms"]);
+    assert_eq!(leader(&[&fresh, &api[0], &api[1]]).await, 0);
+    wait_copy(&local_copy(&fresh), 3).await;
+    for s in [&fresh, &api[0], &api[1]] {
+        let (dest, rev) = clone_ok(s, &alice_t, tmp.path());
+        assert_eq!(rev, 3, "through {}", s.url);
+        let second = git(Some(&dest), &["rev-parse", "HEAD~1"]);
+        assert_eq!(second, heads[0], "the same history, rebuilt");
+    }
 }
 
 #[tokio::test]

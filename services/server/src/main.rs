@@ -17,7 +17,6 @@ use memsync_server::{export, http, remote, rescan, store, sync, telemetry};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    telemetry::init(&cli.global.log_format);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -28,14 +27,26 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    match rt.block_on(run(cli)) {
+    // The OTLP exporter sends on this runtime.
+    let traced = {
+        let _rt = rt.enter();
+        telemetry::init(&cli.global.log_format)
+    };
+    if let Err(e) = traced {
+        eprintln!("memsync-server: {e}");
+        return std::process::ExitCode::from(2);
+    }
+    let code = match rt.block_on(run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "memsync-server failed");
             eprintln!("memsync-server: {e:#}");
             std::process::ExitCode::from(1)
         }
-    }
+    };
+    // The last spans leave while the runtime still runs.
+    telemetry::shutdown();
+    code
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -139,7 +150,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("memsync-server listening on http://{addr}");
     let _ = std::io::stdout().flush();
-    if let Err(e) = export::start(db.pool.clone(), cfg.export.clone()) {
+    if let Err(e) = export::start(db.pool.clone(), cfg.export.clone(), addr) {
         db.close().await;
         return Err(e.context("starting the git export"));
     }

@@ -73,7 +73,7 @@ pub enum Stale {
 impl Stale {
     /// What the caller is told: what is wrong with this copy, and what to do instead.
     pub fn message(&self, project: &ProjectId) -> String {
-        const INSTEAD: &str = "Clone from the mirror, the complete copy when replicas do not share an export directory (docs/operations.md, \"Several replicas\"), or retry: the replica that runs the git export serves a current copy.";
+        const INSTEAD: &str = "The replica that runs the git export is catching up (it has just taken the export over, or is rebuilding); retry in a few seconds, or clone from the mirror.";
         let what = match self {
             Stale::RewritePending => {
                 return format!(

@@ -25,6 +25,8 @@ use memsync_core::ProjectId;
 use serde::Deserialize;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
+use sqlx::PgPool;
+
 use crate::auth::{Principal, Scheme, authenticate};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -70,6 +72,7 @@ pub struct InfoRefsQuery {
 
 /// `GET …/info/refs?service=git-upload-pack`: the refs advertisement.
 pub async fn info_refs(
+    pool: &PgPool,
     project: &ProjectId,
     service: Option<&str>,
     headers: &HeaderMap,
@@ -87,7 +90,7 @@ pub async fn info_refs(
             ));
         }
     }
-    backend(project, "GET", "info/refs", headers, None).await
+    backend(pool, project, "GET", "info/refs", headers, None).await
 }
 
 /// The media type git sends its pack negotiation as.
@@ -95,6 +98,7 @@ const UPLOAD_PACK_REQUEST: &str = "application/x-git-upload-pack-request";
 
 /// `POST …/git-upload-pack`: the pack negotiation and the pack.
 pub async fn upload_pack(
+    pool: &PgPool,
     project: &ProjectId,
     headers: &HeaderMap,
     body: Body,
@@ -113,7 +117,7 @@ pub async fn upload_pack(
     let body = axum::body::to_bytes(body, max_body_bytes)
         .await
         .map_err(|_| ApiError::PayloadTooLarge("the request body is too large".into()))?;
-    backend(project, "POST", SERVICE, headers, Some(body)).await
+    backend(pool, project, "POST", SERVICE, headers, Some(body)).await
 }
 
 /// Seconds a refused clone is told to wait.
@@ -167,19 +171,23 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 
 /// Runs `git http-backend` for one request and streams its answer back.
 async fn backend(
+    pool: &PgPool,
     project: &ProjectId,
     method: &str,
     rest: &str,
     headers: &HeaderMap,
     body: Option<Bytes>,
 ) -> ApiResult<Response> {
+    // This process's copy when it is known current (it runs the export, or shares the
+    // exporter's directory); else the exporter's, through it.
     let Some(ex) = super::installed() else {
-        return Err(ApiError::NotFound(
-            "this process does not serve the git export".into(),
-        ));
+        return forward(pool, project, method, rest, headers, body).await;
     };
     if let Err(stale) = super::current::check(ex, project).await? {
-        return Ok(refuse(headers, stale.message(project)));
+        if ex.is_leader() {
+            return Ok(refuse(headers, stale.message(project)));
+        }
+        return forward(pool, project, method, rest, headers, body).await;
     }
     let mut cmd = tokio::process::Command::new("git");
     cmd.arg("http-backend")
@@ -275,6 +283,128 @@ async fn backend(
     *resp.status_mut() = status;
     for (k, v) in cgi_headers {
         resp.headers_mut().append(k, v);
+    }
+    Ok(resp)
+}
+
+/// Marks a clone request one replica forwarded to the exporter, which serves it or refuses it
+/// (never forwards it again).
+const FORWARDED: &str = "x-memsync-forwarded";
+
+/// The client clone requests are forwarded with: no redirects, bodies passed through as they
+/// are (no decompression), loopback or cluster-internal plain HTTP.
+fn forward_client() -> &'static reqwest::Client {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    CLIENT.get_or_init(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_gzip()
+            .no_zstd()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(BACKEND_LIMIT)
+            .build()
+            .unwrap_or_default()
+    })
+}
+
+/// Forwards a clone request to the process that runs the export (found by the URL it advertised
+/// when it took the export lock) and streams its answer back. The caller was authenticated
+/// here; the exporter authenticates the same credentials again.
+async fn forward(
+    pool: &PgPool,
+    project: &ProjectId,
+    method: &str,
+    rest: &str,
+    headers: &HeaderMap,
+    body: Option<Bytes>,
+) -> ApiResult<Response> {
+    if headers.contains_key(FORWARDED) {
+        return Ok(refuse(
+            headers,
+            "the replica this clone was forwarded to no longer runs the git export (it is moving to another replica); retry in a few seconds".into(),
+        ));
+    }
+    let Some(url) = crate::store::outbox::exporter_url(pool).await? else {
+        return Ok(refuse(
+            headers,
+            "no replica runs the git export now: it runs on a replica given an export directory (--export-dir), one at a time, and one may be taking over; retry in a few seconds, or clone from the mirror".into(),
+        ));
+    };
+    let target = format!(
+        "{}/git/{}/{}.git/{rest}{}",
+        url.trim_end_matches('/'),
+        project.team(),
+        project.name(),
+        if method == "GET" {
+            "?service=git-upload-pack"
+        } else {
+            ""
+        }
+    );
+    let method = if method == "GET" {
+        reqwest::Method::GET
+    } else {
+        reqwest::Method::POST
+    };
+    let mut req = forward_client()
+        .request(method, &target)
+        .header(FORWARDED, "1");
+    for name in [
+        header::AUTHORIZATION,
+        header::CONTENT_TYPE,
+        header::CONTENT_ENCODING,
+        header::USER_AGENT,
+        header::ACCEPT,
+        HeaderName::from_static("git-protocol"),
+        HeaderName::from_static("x-request-id"),
+    ] {
+        if let Some(v) = headers.get(&name) {
+            req = req.header(name, v);
+        }
+    }
+    let mut trace = HeaderMap::new();
+    crate::telemetry::inject_current(&mut trace);
+    req = req.headers(trace);
+    if let Some(b) = body {
+        req = req.body(b);
+    }
+    let answer = match req.send().await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(%project, exporter = %url, error = %e, "forwarding a clone to the git exporter failed");
+            return Ok(refuse(
+                headers,
+                format!(
+                    "the replica that runs the git export ({url}) cannot be reached from this one; retry in a few seconds"
+                ),
+            ));
+        }
+    };
+    let status = answer.status();
+    let their = answer.headers().clone();
+    let mut resp = Response::new(Body::from_stream(answer.bytes_stream()));
+    *resp.status_mut() = status;
+    for name in [
+        header::CONTENT_TYPE,
+        header::CONTENT_ENCODING,
+        header::CONTENT_LENGTH,
+        header::CACHE_CONTROL,
+        header::EXPIRES,
+        header::PRAGMA,
+        header::WWW_AUTHENTICATE,
+        header::RETRY_AFTER,
+    ] {
+        for v in their.get_all(&name) {
+            resp.headers_mut().append(name.clone(), v.clone());
+        }
+    }
+    // The exporter's own plain-text refusals reach git as they are.
+    let plain = their
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/plain"));
+    if plain && !status.is_success() {
+        resp.extensions_mut().insert(PlainTextForGit);
     }
     Ok(resp)
 }

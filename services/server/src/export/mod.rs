@@ -146,6 +146,8 @@ pub struct Exporter {
     cfg: ExportConfig,
     /// The root of the repositories (`cfg.dir`, which an exporter always has).
     dir: PathBuf,
+    /// The URL other replicas forward clones to while this process runs the export.
+    advertise: String,
     stats: Arc<Stats>,
     mirror: Option<mirror::Mirror>,
     /// This process holds the export lock: it writes the repositories and pushes the mirror.
@@ -191,7 +193,11 @@ fn installed() -> Option<&'static Arc<Exporter>> {
 
 /// Starts the export for `serve` when an export directory is configured: the mirror task (when
 /// configured) and the background exporter (unless paused).
-pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Option<Arc<Exporter>>> {
+pub fn start(
+    pool: PgPool,
+    cfg: ExportConfig,
+    listening: std::net::SocketAddr,
+) -> anyhow::Result<Option<Arc<Exporter>>> {
     cfg.validate()?;
     let Some(dir) = cfg.dir.clone() else {
         tracing::info!("no export directory: this process does not run the git export");
@@ -204,9 +210,15 @@ pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Option<Arc<Expor
     let mirror = cfg.mirror.clone().map(|m| {
         mirror::Mirror::spawn(pool.clone(), m, dir.clone(), stats.clone(), leader.clone())
     });
+    let advertise = cfg
+        .advertise_url
+        .clone()
+        .unwrap_or_else(|| default_advertise_url(listening));
+    tracing::info!(url = %advertise, "other replicas forward git clones here while this process runs the export");
     let ex = Arc::new(Exporter {
         cfg,
         dir,
+        advertise,
         stats,
         mirror,
         leader,
@@ -226,6 +238,19 @@ pub fn start(pool: PgPool, cfg: ExportConfig) -> anyhow::Result<Option<Arc<Expor
         worker::spawn(own_pool(&pool), ex.clone());
     }
     Ok(Some(ex))
+}
+
+/// `http://<listen address>`, or `http://<host name>:<port>` when listening on every address.
+fn default_advertise_url(listening: std::net::SocketAddr) -> String {
+    if !listening.ip().is_unspecified() {
+        return format!("http://{listening}");
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!("http://{host}:{}", listening.port())
 }
 
 /// The exporter's own two connections, closed with `pool`: under a push load the request pool
@@ -370,6 +395,7 @@ pub async fn rebuild(
     let ex = Arc::new(Exporter {
         cfg,
         dir,
+        advertise: String::new(),
         stats: Arc::default(),
         mirror: None,
         leader: Arc::new(AtomicBool::new(false)),

@@ -141,6 +141,13 @@ async fn step(
     } else {
         match outbox::try_lock(conn).await {
             Ok(true) => {
+                // Other replicas forward clones to the URL recorded here.
+                if let Err(e) = outbox::advertise(conn, &ex.advertise).await {
+                    lost(lock_conn, reconciled);
+                    return Err(
+                        anyhow::Error::from(e).context("recording where clones are forwarded")
+                    );
+                }
                 ex.leader.store(true, Ordering::Relaxed);
                 tracing::info!(
                     "this process now runs the git export (it holds the export lock); catching up its repositories"
@@ -209,6 +216,7 @@ async fn blocking<T: Send + 'static>(
 /// carries, then drops the outbox rows up to `upto`. With `check` (the first pass of a process
 /// that has just taken the export lock), a repository written before a purge it missed is
 /// rebuilt instead of continued.
+#[tracing::instrument(name = "export.project", skip_all, fields(memsync.project = %project, memsync.upto = upto))]
 async fn export_project(
     pool: &PgPool,
     ex: &Exporter,
@@ -358,6 +366,7 @@ pub(super) async fn rebuild_requested(
 
 /// Writes the project's repository anew from every revision in Postgres and swaps it in (or
 /// removes it when the project has no revision).
+#[tracing::instrument(name = "export.rebuild", skip_all, fields(memsync.project = %project))]
 async fn rebuild(pool: &PgPool, ex: &Exporter, project: &ProjectId) -> anyhow::Result<()> {
     let upto = crate::store::memories::revision(pool, project)
         .await?

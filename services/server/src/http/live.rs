@@ -4,6 +4,7 @@
 
 use std::convert::Infallible;
 use std::time::Duration;
+use tracing::Instrument;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -160,7 +161,14 @@ async fn answer_pull(
     {
         return Ok(answer);
     }
-    let answer = sync::pull(&state.pool, project, since, inm, limit).await?;
+    let answer = sync::pull(&state.pool, project, since, inm, limit)
+        .instrument(tracing::info_span!(
+            "pull.query",
+            db.system.name = "postgresql",
+            memsync.project = %project,
+            memsync.since = since
+        ))
+        .await?;
     let head = match &answer {
         Pull::NotModified { revision } => *revision,
         Pull::Changes(body) => body.head.unwrap_or(body.revision),

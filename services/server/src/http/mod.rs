@@ -181,38 +181,82 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::map_response(json_errors))
         .layer(catch_panics())
-        .layer(axum::middleware::from_fn_with_state(state.clone(), bus_writes))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            bus_writes,
+        ))
         .layer(axum::middleware::from_fn(serve::head_limits))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
-                let id = req
-                    .headers()
-                    .get(&REQUEST_ID)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("-");
-                // Router::layer runs after routing: the matched route template is known here.
-                let route = req
-                    .extensions()
-                    .get::<axum::extract::MatchedPath>()
-                    .map_or("unmatched", |m| m.as_str());
-                tracing::info_span!("request", method = %req.method(), route = route, path = %req.uri().path(), request_id = %id)
-            })
-            .on_response(access_log),
+            TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_response(access_log),
         )
         .layer(compression())
-        .layer(axum::middleware::from_fn_with_state(request_timeout, live::deadline))
+        .layer(axum::middleware::from_fn_with_state(
+            request_timeout,
+            live::deadline,
+        ))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
         .layer(axum::middleware::map_request(drop_bad_request_id))
         .with_state(state)
 }
 
+/// Each request's span (the access log's and every event's within it). Router::layer runs after
+/// routing, so the matched route template is known here. With traces on it is also an
+/// OpenTelemetry server span named `METHOD /route/{template}` (never the raw path, which names
+/// projects), child of the caller's `traceparent` when it sent one.
+fn request_span(req: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    let id = req
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|m| m.as_str());
+    let method = req.method();
+    if !crate::telemetry::tracing_on() {
+        return tracing::info_span!("request", method = %method, route = route.unwrap_or("unmatched"), path = %req.uri().path(), request_id = %id);
+    }
+    let name = match route {
+        Some(r) => format!("{method} {r}"),
+        None => method.to_string(),
+    };
+    let span = tracing::info_span!(
+        "request",
+        method = %method,
+        route = route.unwrap_or("unmatched"),
+        path = %req.uri().path(),
+        request_id = %id,
+        otel.name = name,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        http.route = route,
+        http.response.status_code = tracing::field::Empty,
+        url.scheme = "http",
+    );
+    crate::telemetry::set_remote_parent(&span, req.headers());
+    span
+}
+
 /// The access log: one INFO line per request when its answer's head is sent (target
 /// `memsync_server::access`; the request span adds the method, matched route, path and request
 /// id). Never the query string, a header or a body.
 /// `MEMSYNC_LOG=info,memsync_server::access=warn` turns it off.
-fn access_log(resp: &Response, latency: Duration, _span: &tracing::Span) {
+fn access_log(resp: &Response, latency: Duration, span: &tracing::Span) {
+    if crate::telemetry::tracing_on() {
+        span.record("http.response.status_code", resp.status().as_u16());
+        if resp.status().is_server_error() {
+            span.record("otel.status_code", "ERROR");
+        }
+    }
     tracing::info!(
         target: "memsync_server::access",
         status = resp.status().as_u16(),
@@ -555,13 +599,14 @@ async fn allowlist_remove(
 
 /// Read-only `git clone` of a project's export: the refs advertisement.
 async fn git_info_refs(
+    State(state): State<AppState>,
     GitPrincipal(principal): GitPrincipal,
     Path((team, repo)): Path<(String, String)>,
     QueryParams(q): QueryParams<git::InfoRefsQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let project = reachable(&principal, &team, git::project_name(&repo))?;
-    git::info_refs(&project, q.service.as_deref(), &headers).await
+    git::info_refs(&state.pool, &project, q.service.as_deref(), &headers).await
 }
 
 /// Read-only `git clone` of a project's export: the pack.
@@ -573,7 +618,7 @@ async fn git_upload_pack(
     body: axum::body::Body,
 ) -> ApiResult<Response> {
     let project = reachable(&principal, &team, git::project_name(&repo))?;
-    git::upload_pack(&project, &headers, body, state.max_body_bytes).await
+    git::upload_pack(&state.pool, &project, &headers, body, state.max_body_bytes).await
 }
 
 #[cfg(test)]

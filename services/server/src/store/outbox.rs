@@ -36,6 +36,32 @@ pub async fn unlock(conn: &mut PgConnection) -> sqlx::Result<()> {
     Ok(())
 }
 
+/// Records, on the connection that holds the export lock, the URL this exporter is reached at,
+/// and forgets those of exporters whose sessions ended.
+pub async fn advertise(conn: &mut PgConnection, url: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "WITH gone AS (DELETE FROM export_leader WHERE pid <> pg_backend_pid()) \
+         INSERT INTO export_leader (pid, url) VALUES (pg_backend_pid(), $1) \
+         ON CONFLICT (pid) DO UPDATE SET url = EXCLUDED.url, since = now()",
+    )
+    .bind(url)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The URL of the process that holds the export lock now, if it advertised one.
+pub async fn exporter_url(pool: &PgPool) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT e.url FROM export_leader e JOIN pg_locks l ON l.pid = e.pid \
+         WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+           AND ((l.classid::bigint << 32) | l.objid::bigint) = $1",
+    )
+    .bind(LOCK_KEY)
+    .fetch_optional(pool)
+    .await
+}
+
 fn project_id(s: &str) -> Option<ProjectId> {
     let p = ProjectId::from_str(s).ok();
     if p.is_none() {

@@ -13,6 +13,7 @@
 //! index to rebuild) it is held for four round trips: lock, snapshot, commit statement, COMMIT.
 
 use std::collections::{BTreeMap, HashMap};
+use tracing::Instrument;
 
 use memsync_core::policy::{self, CheckedChange};
 use memsync_core::wire::{
@@ -143,96 +144,116 @@ pub async fn push(
     {
         return replay(stored, &meta.request_hash);
     }
-    let checked = screen(pool, limits, &meta, &audit_base, &req).await?;
+    let checked = screen(pool, limits, &meta, &audit_base, &req)
+        .instrument(tracing::info_span!(
+            "push.screen",
+            memsync.project = %project,
+            memsync.changes = req.changes.len()
+        ))
+        .await?;
     let keys = BatchKeys::of(&checked);
 
-    let mut tx = pool.begin().await?;
-    let locked = lock(&mut tx, project, true).await?;
-    let mut snapshot = keys.snapshot(&mut tx, &meta, meta.idempotency_key).await?;
-    // A concurrent retry with the same key may have committed while we waited for the lock.
-    if let Some(stored) = snapshot.replay.take() {
-        return replay(stored, &meta.request_hash);
-    }
-    let mut reviewer = Reviewer::new(meta.principal, project);
-    let proposes =
-        reviewer.known.is_none() && locked.review_required && !reviewer.is(&mut tx).await?;
-    let applied = if proposes {
-        propose::propose(
-            &mut tx,
-            limits,
-            &meta,
-            &locked,
-            (checked, snapshot),
-            &req,
-            &mut reviewer,
-        )
-        .await
-        .map(|r| (r, false))
-    } else {
-        apply(
-            &mut tx,
-            limits,
-            &meta,
-            &locked,
-            (checked, snapshot),
-            &req,
-            &mut reviewer,
-        )
-        .await
-    };
-    let (response, key_stored) = match applied {
-        Ok(r) => r,
-        Err(stop) => {
-            drop(tx);
-            return Err(stop.finish(pool, &audit_base).await);
+    // The database work of the push: lock, decide, write, commit.
+    let span = tracing::info_span!(
+        "push.transaction",
+        db.system.name = "postgresql",
+        memsync.project = %project,
+        memsync.changes = req.changes.len(),
+        memsync.revision = tracing::field::Empty,
+    );
+    async {
+        let mut tx = pool.begin().await?;
+        let locked = lock(&mut tx, project, true).await?;
+        let mut snapshot = keys.snapshot(&mut tx, &meta, meta.idempotency_key).await?;
+        // A concurrent retry with the same key may have committed while we waited for the lock.
+        if let Some(stored) = snapshot.replay.take() {
+            return replay(stored, &meta.request_hash);
         }
-    };
-    // Proposals were made (or matched): accepted for review, nothing published.
-    let status = if response.proposed.is_empty() {
-        200
-    } else {
-        202
-    };
-    if let Some(key) = meta.idempotency_key.filter(|_| !key_stored) {
-        let body = serde_json::to_value(&response).map_err(|e| ApiError::Internal(e.into()))?;
-        if !idempotency::store(
-            &mut *tx,
-            project.into(),
-            &actor.sub,
-            key,
-            &meta.request_hash,
-            status,
-            &body,
-        )
-        .await?
-        {
-            // A concurrent retry with this key committed first: answer as it did.
-            drop(tx);
-            return match idempotency::find(pool, project.into(), &actor.sub, key).await? {
-                Some(stored) => replay(stored, &meta.request_hash),
-                None => Err(ApiError::Unavailable {
-                    message: "a request with this Idempotency-Key is being applied; retry shortly"
-                        .into(),
-                }),
-            };
+        let mut reviewer = Reviewer::new(meta.principal, project);
+        let proposes =
+            reviewer.known.is_none() && locked.review_required && !reviewer.is(&mut tx).await?;
+        let applied = if proposes {
+            propose::propose(
+                &mut tx,
+                limits,
+                &meta,
+                &locked,
+                (checked, snapshot),
+                &req,
+                &mut reviewer,
+            )
+            .await
+            .map(|r| (r, false))
+        } else {
+            apply(
+                &mut tx,
+                limits,
+                &meta,
+                &locked,
+                (checked, snapshot),
+                &req,
+                &mut reviewer,
+            )
+            .await
+        };
+        let (response, key_stored) = match applied {
+            Ok(r) => r,
+            Err(stop) => {
+                drop(tx);
+                return Err(stop.finish(pool, &audit_base).await);
+            }
+        };
+        // Proposals were made (or matched): accepted for review, nothing published.
+        let status = if response.proposed.is_empty() {
+            200
+        } else {
+            202
+        };
+        if let Some(key) = meta.idempotency_key.filter(|_| !key_stored) {
+            let body = serde_json::to_value(&response).map_err(|e| ApiError::Internal(e.into()))?;
+            if !idempotency::store(
+                &mut *tx,
+                project.into(),
+                &actor.sub,
+                key,
+                &meta.request_hash,
+                status,
+                &body,
+            )
+            .await?
+            {
+                // A concurrent retry with this key committed first: answer as it did.
+                drop(tx);
+                return match idempotency::find(pool, project.into(), &actor.sub, key).await? {
+                    Some(stored) => replay(stored, &meta.request_hash),
+                    None => Err(ApiError::Unavailable {
+                        message:
+                            "a request with this Idempotency-Key is being applied; retry shortly"
+                                .into(),
+                    }),
+                };
+            }
         }
-    }
-    // Armed before the commit: a request cancelled while committing still announces.
-    let announcement = response
-        .created_revision
-        .then(|| announcer.pending(project.as_str(), response.revision));
-    if let Err(e) = tx.commit().await {
-        if let Some(a) = announcement {
-            a.cancel();
+        // Armed before the commit: a request cancelled while committing still announces.
+        let announcement = response
+            .created_revision
+            .then(|| announcer.pending(project.as_str(), response.revision));
+        if let Err(e) = tx.commit().await {
+            if let Some(a) = announcement {
+                a.cancel();
+            }
+            return Err(e.into());
         }
-        return Err(e.into());
+        drop(announcement);
+        tracing::Span::current().record("memsync.revision", response.revision);
+        Ok(if status == 202 {
+            PushOutcome::Proposed(response)
+        } else {
+            PushOutcome::Applied(response)
+        })
     }
-    drop(announcement);
-    Ok(if status == 202 {
-        PushOutcome::Proposed(response)
-    } else {
-        PushOutcome::Applied(response)
-    })
+    .instrument(span)
+    .await
 }
 
 /// Applies a batch inside the caller's transaction, which it may extend (an admin action adds its
