@@ -450,7 +450,8 @@ fn the_kustomization_check_refuses_broken_layouts() {
         assert!(text.contains(from), "{file} has no {from:?}");
         std::fs::write(&p, text.replacen(from, to, 1)).expect("write");
     };
-    let cases: [(&str, &dyn Fn(&Path), &str); 6] = [
+    type Breakage<'a> = (&'a str, &'a dyn Fn(&Path), &'a str);
+    let cases: [Breakage; 6] = [
         (
             "a manifest left out",
             &|d| edit(d, "kustomization.yaml", "  - export-service.yaml\n", ""),
@@ -1414,8 +1415,8 @@ fn secrets(db: &TestDb) -> [(&str, &str); 2] {
     ]
 }
 
-/// GET `path` until it answers 200 (at most a minute).
-async fn wait_200(base: &str, path: &str) {
+/// GET `path` until it answers 200 (at most a minute); fails with the log if the process ends.
+async fn wait_200(c: &mut Container, path: &str) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
         .no_proxy()
@@ -1424,14 +1425,24 @@ async fn wait_200(base: &str, path: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let status = http
-            .get(format!("{base}{path}"))
+            .get(format!("{}{path}", c.url))
             .send()
             .await
             .map(|r| r.status().as_u16());
         if let Ok(200) = status {
             return;
         }
-        assert!(Instant::now() < deadline, "{path} answers {status:?}");
+        if let Ok(Some(exit)) = c.child.try_wait() {
+            panic!(
+                "the server exited ({exit}) before {path} answered 200; log:\n{}",
+                c.log()
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path} answers {status:?}; log:\n{}",
+            c.log()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -1483,8 +1494,8 @@ async fn the_api_deployment_serves_on_a_read_only_root_without_a_disk() {
     // `kubectl exec … memsync-server token issue` works in the container too.
     let token = pod.token("alice", "acme");
     let mut c = pod.start();
-    wait_200(&c.url, "/healthz").await;
-    wait_200(&c.url, "/readyz").await;
+    wait_200(&mut c, "/healthz").await;
+    wait_200(&mut c, "/readyz").await;
     let client = Client::new(&c.url, &token);
     let pushed = push_note(&client, "one").await;
     let r = client.pull(P, 0).await;
@@ -1612,8 +1623,8 @@ async fn the_export_statefulset_exports_to_its_volume_and_serves_clones() {
 
     let token = pod.token("alice", "acme");
     let mut c = pod.start();
-    wait_200(&c.url, "/healthz").await;
-    wait_200(&c.url, "/readyz").await;
+    wait_200(&mut c, "/healthz").await;
+    wait_200(&mut c, "/readyz").await;
     let client = Client::new(&c.url, &token);
     push_note(&client, "one").await;
     push_note(&client, "two").await;
