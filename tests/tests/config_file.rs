@@ -56,10 +56,7 @@ fn shown(stdout: &str) -> BTreeMap<String, (String, String)> {
         let Some((key, value)) = setting.split_once(" = ") else {
             continue;
         };
-        out.insert(
-            key.to_owned(),
-            (value.to_owned(), source.trim().to_owned()),
-        );
+        out.insert(key.to_owned(), (value.to_owned(), source.trim().to_owned()));
     }
     out
 }
@@ -105,7 +102,11 @@ fn flags_beat_environment_beat_file_beat_defaults_and_show_never_prints_secrets(
     assert_eq!(code, 0, "{stderr}");
     let m = shown(&stdout);
     // One key in all three: the flag wins.
-    assert_eq!(get(&m, "listen"), ("\"127.0.0.1:3333\"", "flag"), "{stdout}");
+    assert_eq!(
+        get(&m, "listen"),
+        ("\"127.0.0.1:3333\"", "flag"),
+        "{stdout}"
+    );
     // In the file and the environment: the environment wins.
     assert_eq!(
         get(&m, "max_body_bytes"),
@@ -122,7 +123,11 @@ fn flags_beat_environment_beat_file_beat_defaults_and_show_never_prints_secrets(
     );
     // Nowhere: the built-in default.
     assert_eq!(get(&m, "max_streams"), ("10000", "default"), "{stdout}");
-    assert_eq!(get(&m, "events_heartbeat"), ("\"15s\"", "default"), "{stdout}");
+    assert_eq!(
+        get(&m, "events_heartbeat"),
+        ("\"15s\"", "default"),
+        "{stdout}"
+    );
     assert_eq!(get(&m, "export_dir"), ("<unset>", "default"), "{stdout}");
     assert!(
         stdout
@@ -131,7 +136,11 @@ fn flags_beat_environment_beat_file_beat_defaults_and_show_never_prints_secrets(
         "an unset setting is commented out: {stdout}"
     );
     // Secrets: set, where from, never their values.
-    assert_eq!(get(&m, "database_url"), ("\"[redacted]\"", "file"), "{stdout}");
+    assert_eq!(
+        get(&m, "database_url"),
+        ("\"[redacted]\"", "file"),
+        "{stdout}"
+    );
     assert_eq!(
         get(&m, "jwt_secret"),
         ("\"[redacted]\"", "env MEMSYNC_JWT_SECRET"),
@@ -169,7 +178,10 @@ fn flags_beat_environment_beat_file_beat_defaults_and_show_never_prints_secrets(
     let (code, stdout2, stderr2) = run(server_cmd()
         .args(["config", "show"])
         .env("MEMSYNC_CONFIG", &again));
-    assert_eq!(code, 0, "the shown configuration is refused: {stderr2}\n{stdout}");
+    assert_eq!(
+        code, 0,
+        "the shown configuration is refused: {stderr2}\n{stdout}"
+    );
     let m2 = shown(&stdout2);
     for (key, (value, _)) in &m {
         let (value2, source2) = get(&m2, key);
@@ -221,9 +233,15 @@ fn refused(text: &str, args: &[&str]) -> String {
     let mut cmd = server_cmd();
     cmd.arg("--config").arg(&file).args(args);
     let (code, stdout, stderr) = run(cmd.arg("--data-dir").arg(&data));
-    assert_eq!(code, 2, "{text:?} {args:?}: stdout {stdout} stderr {stderr}");
+    assert_eq!(
+        code, 2,
+        "{text:?} {args:?}: stdout {stdout} stderr {stderr}"
+    );
     assert!(stdout.is_empty(), "{stdout}");
-    assert!(!data.exists(), "{text:?}: something started in the data dir");
+    assert!(
+        !data.exists(),
+        "{text:?}: something started in the data dir"
+    );
     assert!(
         stderr.contains(&file.display().to_string()),
         "the message names the file: {stderr}"
@@ -247,7 +265,10 @@ fn a_bad_configuration_file_is_refused_by_name_before_anything_starts() {
     let e = refused("export_failpoint = \"after-commit\"\n", &["serve"]);
     assert!(e.contains("unknown key `export_failpoint`"), "{e}");
     let e = refused("config = \"/etc/other.toml\"\n", &["serve"]);
-    assert!(e.contains("`config`") && e.contains("cannot name another"), "{e}");
+    assert!(
+        e.contains("`config`") && e.contains("cannot name another"),
+        "{e}"
+    );
     // Wrong types, each naming the key and what is expected.
     let e = refused("max_body_bytes = \"lots\"\n", &["serve"]);
     assert!(
@@ -265,7 +286,10 @@ fn a_bad_configuration_file_is_refused_by_name_before_anything_starts() {
         "{e}"
     );
     let e = refused("max_body_bytes = -5\n", &["serve"]);
-    assert!(e.contains("`max_body_bytes`") && e.contains("not valid"), "{e}");
+    assert!(
+        e.contains("`max_body_bytes`") && e.contains("not valid"),
+        "{e}"
+    );
     let e = refused("db_pool_size = 99999999999\n", &["serve"]);
     assert!(
         e.contains("`db_pool_size`") && e.contains("from 0 to 4294967295"),
@@ -275,10 +299,16 @@ fn a_bad_configuration_file_is_refused_by_name_before_anything_starts() {
     let e = refused("listen = \"nowhere\"\n", &["serve"]);
     assert!(e.contains("`listen`") && e.contains("\"nowhere\""), "{e}");
     let e = refused("request_timeout = \"soon\"\n", &["serve"]);
-    assert!(e.contains("`request_timeout`") && e.contains("duration"), "{e}");
+    assert!(
+        e.contains("`request_timeout`") && e.contains("duration"),
+        "{e}"
+    );
     // Tables and arrays where a value is expected; flat keys only.
     let e = refused("[server]\nlisten = \"127.0.0.1:7000\"\n", &["serve"]);
-    assert!(e.contains("`[server]`") && e.contains("flat keys only"), "{e}");
+    assert!(
+        e.contains("`[server]`") && e.contains("flat keys only"),
+        "{e}"
+    );
     let e = refused("listen = [\"127.0.0.1:7000\"]\n", &["serve"]);
     assert!(e.contains("`listen`") && e.contains("is an array"), "{e}");
     // Every problem at once.
@@ -322,7 +352,11 @@ fn a_missing_configuration_file_is_a_clear_error() {
             )),
             "{stderr}"
         );
-        let named = if via_env { "MEMSYNC_CONFIG" } else { "--config" };
+        let named = if via_env {
+            "MEMSYNC_CONFIG"
+        } else {
+            "--config"
+        };
         assert!(stderr.contains(named), "{stderr}");
     }
 }
@@ -376,12 +410,14 @@ async fn a_server_runs_with_the_settings_of_its_file() {
         }
         for _ in lines {}
     });
-    let line = rx.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| {
-        panic!(
-            "memsync-server did not start; its log:\n{}",
-            std::fs::read_to_string(tmp.path().join("server.log")).unwrap_or_default()
-        )
-    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|_| {
+            panic!(
+                "memsync-server did not start; its log:\n{}",
+                std::fs::read_to_string(tmp.path().join("server.log")).unwrap_or_default()
+            )
+        });
     let url = line
         .strip_prefix("memsync-server listening on ")
         .unwrap_or_else(|| panic!("unexpected first line: {line}"))

@@ -151,10 +151,9 @@ impl Kind {
         match (self, v) {
             (Kind::Bool, toml::Value::Boolean(b)) => Some(b.to_string()),
             (Kind::Int { .. }, toml::Value::Integer(i)) => Some(i.to_string()),
-            (
-                Kind::Address | Kind::Duration | Kind::Path | Kind::Text,
-                toml::Value::String(s),
-            ) => Some(s.clone()),
+            (Kind::Address | Kind::Duration | Kind::Path | Kind::Text, toml::Value::String(s)) => {
+                Some(s.clone())
+            }
             _ => None,
         }
     }
@@ -441,7 +440,11 @@ fn check_table(
 
 /// Runs a value through its flag's own parser.
 fn parse_as_flag(arg: &Arg, value: &str) -> Result<(), String> {
-    let probe = arg.clone().global(false).env(None::<&'static str>).required(false);
+    let probe = arg
+        .clone()
+        .global(false)
+        .env(None::<&'static str>)
+        .required(false);
     let long = arg.get_long().unwrap_or_default();
     clap::Command::new("memsync-server")
         .no_binary_name(true)
@@ -518,7 +521,10 @@ impl Resolved {
                     Source::Env(var) => format!("env {var}"),
                     _ => "flag --config".to_owned(),
                 };
-                out.push_str(&format!("# Configuration file: {}  ({by})\n", path.display()));
+                out.push_str(&format!(
+                    "# Configuration file: {}  ({by})\n",
+                    path.display()
+                ));
             }
             None => out.push_str("# Configuration file: none\n"),
         }
@@ -556,7 +562,12 @@ pub fn doc_table() -> String {
     let mut out = String::from(
         "| key | flag | environment | default | value | meaning |\n|---|---|---|---|---|---|\n",
     );
-    let cell = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|");
+    let cell = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace('|', "\\|")
+    };
     for arg in file_args(&cmd) {
         let key = key_of(arg).unwrap_or_default();
         let kind = Kind::of(arg);
@@ -568,8 +579,12 @@ pub fn doc_table() -> String {
         let default = match arg.get_default_values().first() {
             Some(d) => match kind {
                 Kind::Int { .. } | Kind::Bool => format!("`{}`", d.to_string_lossy()),
-                _ => format!("`{}`", toml::Value::String(d.to_string_lossy().into_owned())),
+                _ => format!(
+                    "`{}`",
+                    toml::Value::String(d.to_string_lossy().into_owned())
+                ),
             },
+            None if kind == Kind::Bool => "`false`".to_owned(),
             None => "unset".to_owned(),
         };
         let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
@@ -638,7 +653,10 @@ mod tests {
         assert_eq!(r.source("export_paused"), Some(&Source::File));
         assert_eq!(r.source("max_pull_files"), Some(&Source::Flag));
         assert_eq!(r.source("max_connections"), Some(&Source::Default));
-        assert!(matches!(cli.command, Some(super::super::Command::Config(_))));
+        assert!(matches!(
+            cli.command,
+            Some(super::super::Command::Config(_))
+        ));
         let shown = r.show();
         let table: toml::Table = toml::from_str(&shown).expect("show prints TOML");
         assert_eq!(table["max_streams"], toml::Value::Integer(5));
@@ -660,7 +678,10 @@ mod tests {
             Some(secret)
         );
         let shown = cli.global.resolved.show();
-        assert!(!shown.contains(secret) && !shown.contains("pw-9d2"), "{shown}");
+        assert!(
+            !shown.contains(secret) && !shown.contains("pw-9d2"),
+            "{shown}"
+        );
         assert!(
             shown.contains("mirror_url_template = \"[redacted]\""),
             "{shown}"
@@ -678,10 +699,19 @@ mod tests {
             &[],
         ));
         assert_eq!(e.len(), 3, "{e:?}");
-        assert!(e.iter().any(|m| m.contains("unknown key `listn`")
-            && m.contains("(did you mean `listen`?)")));
-        assert!(e.iter().any(|m| m.contains("`max_body_bytes`") && m.contains("is a string")));
-        assert!(e.iter().any(|m| m.contains("`[server]`") && m.contains("flat keys only")));
+        assert!(
+            e.iter().any(
+                |m| m.contains("unknown key `listn`") && m.contains("(did you mean `listen`?)")
+            )
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.contains("`max_body_bytes`") && m.contains("is a string"))
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.contains("`[server]`") && m.contains("flat keys only"))
+        );
         let e = file_errors(parse_with("metrics_listen = \"here\"\n", &[]));
         assert!(
             e[0].contains("`metrics_listen`") && e[0].contains("invalid socket address"),
