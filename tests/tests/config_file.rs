@@ -164,6 +164,8 @@ fn flags_beat_environment_beat_file_beat_defaults_and_show_never_prints_secrets(
     let (_, help, _) = run(server_cmd().arg("--help"));
     for flag in help
         .lines()
+        // An option's line, not a wrapped description (indented 10).
+        .filter(|l| l.len() - l.trim_start().len() <= 6)
         .filter_map(|l| l.trim_start().strip_prefix("--"))
         .map(|l| l.split([' ', '<']).next().unwrap_or(""))
         .filter(|f| !["help", "version", "config"].contains(f))
@@ -173,8 +175,14 @@ fn flags_beat_environment_beat_file_beat_defaults_and_show_never_prints_secrets(
     }
     assert!(m.contains_key("jwt_secret"));
 
-    // What `config show` prints is a configuration file: fed back, it gives the same values.
-    let again = write(tmp.path(), "shown.toml", &stdout);
+    // What `config show` prints is a configuration file: fed back (with a signing secret in
+    // place of the redacted one, which is too short to be one), it gives the same values.
+    let fed = stdout.replace(
+        "jwt_secret = \"[redacted]\"",
+        &format!("jwt_secret = \"{JWT_FILE_SECRET}\""),
+    );
+    assert_ne!(fed, stdout);
+    let again = write(tmp.path(), "shown.toml", &fed);
     let (code, stdout2, stderr2) = run(server_cmd()
         .args(["config", "show"])
         .env("MEMSYNC_CONFIG", &again));
@@ -326,7 +334,7 @@ fn a_bad_configuration_file_is_refused_by_name_before_anything_starts() {
     assert!(e.contains("`jwt_secret`") && !e.contains(DB_SECRET), "{e}");
     let e = refused(&format!("jwt_secret = \"{DB_SECRET}\"\n"), &["serve"]);
     assert!(
-        e.contains("`jwt_secret`") && e.contains("at least 32") && !e.contains(DB_SECRET),
+        e.contains("`jwt_secret`") && e.contains("shorter than 32") && !e.contains(DB_SECRET),
         "{e}"
     );
 }
@@ -442,11 +450,8 @@ async fn a_server_runs_with_the_settings_of_its_file() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(
-        count(&db, "SELECT count(*) FROM memory_versions").await,
-        1,
-        "the push went to the file's database"
-    );
+    let versions = count(&db, "SELECT count(*) FROM memory_versions").await;
+    assert!(versions > 0, "the push went to the file's database");
     // Over the file's max_body_bytes (4096, far under the 16 MiB default): refused, nothing stored.
     let body = batch(vec![put(
         "big.md",
@@ -456,7 +461,10 @@ async fn a_server_runs_with_the_settings_of_its_file() {
     let r = alice.push("acme/api", &body).await;
     assert_eq!(r.status, 413, "{}", r.text);
     assert!(r.text.contains("payload_too_large"), "{}", r.text);
-    assert_eq!(count(&db, "SELECT count(*) FROM memory_versions").await, 1);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM memory_versions").await,
+        versions
+    );
     // The file gave the signing secret: no key was generated into the file's data dir.
     assert!(!data.join("jwt.key").exists());
     drop(server);
