@@ -1,5 +1,8 @@
-//! The server's configuration: one typed struct built from flags and `MEMSYNC_*` environment
-//! variables (flag > environment > default). Secrets are wrapped so they never reach a log.
+//! The server's configuration: one typed struct built from flags, `MEMSYNC_*` environment
+//! variables and a TOML configuration file (flag > environment > file > default; see
+//! [`file`]). Secrets are wrapped so they never reach a log.
+
+pub mod file;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -46,6 +49,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Inspect the configuration (flags, environment, --config file, defaults).
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration as TOML, each setting with where its value came from
+    /// (flag, env, file, default); secrets only say whether they are set. Needs no database and
+    /// starts nothing: it also checks a configuration file.
+    Show,
 }
 
 #[derive(Subcommand)]
@@ -115,6 +129,11 @@ pub struct IssueArgs {
 
 #[derive(Args)]
 pub struct GlobalArgs {
+    /// A TOML file of settings: any flag below as `key = value`, the key being the long flag
+    /// with `_` for `-` (e.g. `data_dir = "/var/lib/memsync"`), plus `jwt_secret`. Flags and
+    /// environment variables win over it; see docs/configuration.md.
+    #[arg(long, global = true, env = "MEMSYNC_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Address to listen on.
     #[arg(
         long,
@@ -310,6 +329,25 @@ pub struct GlobalArgs {
         default_value = "auto"
     )]
     pub log_format: String,
+    /// What the configuration file gave and where each setting came from (set by [`parse`]).
+    #[arg(skip)]
+    pub resolved: file::Resolved,
+}
+
+/// Parses the command line, the environment and the configuration file it names. Bad flags end
+/// the process as clap does; a bad configuration file ends it with status 2 and a message naming
+/// the file and each problem, before anything starts.
+pub fn parse() -> Cli {
+    match file::parse_from(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(file::ParseError::Clap(e)) => e.exit(),
+        Err(file::ParseError::File(errors)) => {
+            for e in errors {
+                eprintln!("memsync-server: {e}");
+            }
+            std::process::exit(2)
+        }
+    }
 }
 
 /// A secret string: shown as `[redacted]` by `Debug`.
@@ -374,10 +412,12 @@ impl Config {
             listen: g.listen,
             data_dir: g.data_dir.clone(),
             database_url,
+            // The environment wins over the file.
             jwt_secret: std::env::var("MEMSYNC_JWT_SECRET")
                 .ok()
                 .filter(|s| !s.is_empty())
-                .map(SecretString),
+                .map(SecretString)
+                .or_else(|| g.resolved.jwt_secret.clone()),
             jwt_issuer: g.jwt_issuer.clone(),
             jwt_audience: g.jwt_audience.clone(),
             max_file_bytes: g.max_file_bytes,

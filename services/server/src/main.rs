@@ -4,19 +4,20 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use clap::Parser;
 use memsync_core::text::Text;
 use uuid::Uuid;
 
 use memsync_server::admin::tokens;
 use memsync_server::auth::{self, Keys, Revocations};
-use memsync_server::config::{Cli, Command, Config, ExportCommand, TokenCommand};
+use memsync_server::config::{
+    self, Cli, Command, Config, ConfigCommand, ExportCommand, TokenCommand,
+};
 use memsync_server::db::{self, Database};
 use memsync_server::state::AppState;
 use memsync_server::{export, http, remote, rescan, store, sync, telemetry};
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = config::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -68,6 +69,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         },
         Command::Export(cmd) => export_cmd(cfg, cmd).await,
         Command::Rescan { all, json } => rescan_cmd(cfg, all, json).await,
+        Command::Config(ConfigCommand::Show) => {
+            print!("{}", cli.global.resolved.show());
+            Ok(())
+        }
     }
 }
 
