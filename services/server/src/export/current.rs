@@ -288,7 +288,7 @@ mod tests {
         }
         .message(&p);
         assert!(m.contains("revision 2, the project at 7"), "{m}");
-        assert!(m.contains("Clone from the mirror"), "{m}");
+        assert!(m.contains("clone from the mirror"), "{m}");
         assert!(m.contains("retry"), "{m}");
         assert!(!m.contains('\n'));
         assert!(Stale::RewritePending.message(&p).contains("retry"));
