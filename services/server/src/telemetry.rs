@@ -1,8 +1,15 @@
 //! Logging: structured `tracing` events, JSON when stderr is not a terminal (or when asked).
+//! Beside the log, sqlx's pool-acquire events feed `/metrics` ([`crate::metrics::AcquireTimes`]),
+//! whatever the log's filter.
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{EnvFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{Layer, fmt};
+
+use crate::metrics::{ACQUIRE_TARGET, AcquireTimes};
 
 pub fn init(format: &str) {
     let filter = EnvFilter::try_from_env("MEMSYNC_LOG")
@@ -13,16 +20,21 @@ pub fn init(format: &str) {
         "text" => false,
         _ => !std::io::stderr().is_terminal(),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if json {
-        builder
-            .json()
+    let log = fmt::layer().with_writer(std::io::stderr);
+    let log = if json {
+        log.json()
             .flatten_event(true)
             .with_current_span(true)
-            .try_init()
+            .with_filter(filter)
+            .boxed()
     } else {
-        builder.try_init()
+        log.with_filter(filter).boxed()
     };
+    let acquires = AcquireTimes.with_filter(
+        Targets::new().with_target(ACQUIRE_TARGET, tracing::level_filters::LevelFilter::TRACE),
+    );
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(acquires)
+        .try_init();
 }
