@@ -598,7 +598,12 @@ async fn operations_lists_every_metric_the_server_serves() {
             "acme/api",
             &batch(vec![put(
                 "keys.md",
-                &memory("keys", "keys", "project", &format!("aws_access_key_id = {key}\n")),
+                &memory(
+                    "keys",
+                    "keys",
+                    "project",
+                    &format!("aws_access_key_id = {key}\n"),
+                ),
                 None,
             )]),
         )

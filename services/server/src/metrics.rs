@@ -246,7 +246,7 @@ impl Metrics {
         );
         let pushes = Family::<OutcomeLabels, Counter>::default();
         for o in Outcome::ALL {
-            pushes.get_or_create(&OutcomeLabels {
+            pushes.get_or_create_owned(&OutcomeLabels {
                 outcome: Static(o.label()),
             });
         }
@@ -333,7 +333,7 @@ impl Metrics {
             Err(ApiError::Unprocessable {
                 code: "validation_failed",
                 details,
-            ..
+                ..
             }) => {
                 let rules = details["failures"]
                     .as_array()
@@ -535,7 +535,10 @@ mod tests {
     #[tokio::test]
     async fn a_rule_counts_once_per_push_and_pulls_by_status() {
         let m = metrics();
-        m.pushed(Outcome::Refused, ["aws-access-key-id", "aws-access-key-id", "x"]);
+        m.pushed(
+            Outcome::Refused,
+            ["aws-access-key-id", "aws-access-key-id", "x"],
+        );
         m.pulled(StatusCode::OK);
         m.pulled(StatusCode::NOT_MODIFIED);
         m.pulled(StatusCode::NOT_MODIFIED);
