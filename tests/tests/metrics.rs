@@ -154,9 +154,8 @@ fn parse(text: &str, openmetrics: bool) -> Result<Exposition, String> {
     let mut families: BTreeMap<String, Family> = BTreeMap::new();
     let mut current: Option<String> = None;
     let mut seen = BTreeSet::new();
-    let mut lines = text.lines().peekable();
     let mut eof = false;
-    while let Some(line) = lines.next() {
+    for line in text.lines() {
         let fail = |e: String| format!("{e}, in line {line:?}");
         if eof {
             return Err(fail("a line after # EOF".into()));
@@ -247,7 +246,7 @@ fn parse(text: &str, openmetrics: bool) -> Result<Exposition, String> {
                 "le on a sample that is not a bucket, or none on one".into(),
             ));
         }
-        if f.kind == "counter" && !(value >= 0.0) {
+        if f.kind == "counter" && (value.is_nan() || value < 0.0) {
             return Err(fail("a negative counter".into()));
         }
         if !seen.insert((name.to_owned(), labels.clone())) {
