@@ -8,10 +8,11 @@
 //! names, and rule ids, which come from the built-in and configured scanner and policy rules
 //! (capped all the same, past [`MAX_RULES`] they count as `other`).
 //!
-//! Recording a request costs three lookups in read-locked hash maps and one short mutex (the
-//! route's histogram); nothing is allocated once its series exists.
+//! Recording a request costs one lookup of its route in a read-locked map, a scan of that
+//! route's few (method, status) counters, an atomic increment and the route histogram's short
+//! mutex; nothing is allocated once its series exist.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::{LazyLock, RwLock};
 
@@ -197,6 +198,45 @@ impl Interner {
     }
 }
 
+/// One route template's series: its latency histogram and its request counters by method and
+/// status (a handful), shared with the families the registry encodes.
+struct RouteSlot {
+    name: &'static str,
+    histogram: Histogram,
+    counters: RwLock<Vec<(MethodLabel, u16, Counter)>>,
+}
+
+impl RouteSlot {
+    fn record(&self, m: &Metrics, method: MethodLabel, status: u16, secs: f64) {
+        self.histogram.observe(secs);
+        {
+            let counters = self.counters.read().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, _, c)) = counters
+                .iter()
+                .find(|(cm, cs, _)| *cs == status && *cm == method)
+            {
+                c.inc();
+                return;
+            }
+        }
+        let mut counters = self.counters.write().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, c)) = counters
+            .iter()
+            .find(|(cm, cs, _)| *cs == status && *cm == method)
+        {
+            c.inc();
+            return;
+        }
+        let c = m.requests.get_or_create_owned(&RequestLabels {
+            method,
+            route: Static(self.name),
+            status,
+        });
+        c.inc();
+        counters.push((method, status, c));
+    }
+}
+
 /// Every metric of this process.
 pub struct Metrics {
     registry: Registry,
@@ -207,7 +247,8 @@ pub struct Metrics {
     pull_200: Counter,
     pull_304: Counter,
     long_poll_wakeups: Counter,
-    routes: Interner,
+    /// Each route's series, by template: one lookup finds them all.
+    routes: RwLock<HashMap<&'static str, RouteSlot>>,
     rules: Interner,
     /// `/metrics` is served on the API's listener (no `--metrics-listen`).
     on_api_listener: bool,
@@ -291,7 +332,7 @@ impl Metrics {
             pull_200,
             pull_304,
             long_poll_wakeups,
-            routes: Interner::new(MAX_ROUTES),
+            routes: RwLock::default(),
             rules: Interner::new(MAX_RULES),
             on_api_listener,
         }
@@ -304,17 +345,38 @@ impl Metrics {
 
     /// One answered request: `route` is the matched route template (None: no route matched).
     pub fn request(&self, method: &Method, route: Option<&str>, status: StatusCode, secs: f64) {
-        let route = Static(route.map_or("unmatched", |r| self.routes.get(r)));
-        self.requests
-            .get_or_create(&RequestLabels {
-                method: MethodLabel::of(method),
-                route,
-                status: status.as_u16(),
-            })
-            .inc();
-        self.latency
-            .get_or_create(&RouteLabels { route })
-            .observe(secs);
+        let route = route.unwrap_or("unmatched");
+        let (method, status) = (MethodLabel::of(method), status.as_u16());
+        {
+            let routes = self.routes.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(slot) = routes.get(route) {
+                slot.record(self, method, status, secs);
+                return;
+            }
+        }
+        let mut routes = self.routes.write().unwrap_or_else(|e| e.into_inner());
+        let key = if routes.contains_key(route) || routes.len() < MAX_ROUTES {
+            route
+        } else {
+            "other"
+        };
+        if !routes.contains_key(key) {
+            let name: &'static str = Box::leak(key.into());
+            let histogram = self.latency.get_or_create_owned(&RouteLabels {
+                route: Static(name),
+            });
+            routes.insert(
+                name,
+                RouteSlot {
+                    name,
+                    histogram,
+                    counters: RwLock::default(),
+                },
+            );
+        }
+        if let Some(slot) = routes.get(key) {
+            slot.record(self, method, status, secs);
+        }
     }
 
     /// A client's push ended with `result`.
