@@ -1,7 +1,7 @@
 //! The docs say what the binaries do. The README's server configuration table and command list,
 //! and the same tables of `docs/operations.md`, are checked both ways against what
 //! `memsync-server --help` (and every subcommand's help) prints; the metrics table of
-//! `docs/operations.md` against what a running server serves at `/metrics`.
+//! `docs/observability.md` against what a running server serves at `/metrics`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -503,12 +503,12 @@ fn parse_metrics(text: &str) -> BTreeMap<String, Family> {
     families
 }
 
-/// The metrics table of `docs/operations.md`: name, type, label names (a parenthesis is a
+/// The metrics table of `docs/observability.md`: name, type, label names (a parenthesis is a
 /// comment, such as the values of a label), meaning.
 fn documented_metrics() -> BTreeMap<String, Family> {
-    let ops = read("docs/operations.md");
+    let doc = read("docs/observability.md");
     let parens = Regex::new(r"\([^)]*\)").unwrap();
-    table_after(&ops, "Every metric `/metrics` serves")
+    table_after(&doc, "Every metric `/metrics` serves")
         .iter()
         .map(|r| {
             assert!(r.len() == 4 && !r[3].is_empty(), "a metric row: {r:?}");
@@ -578,8 +578,9 @@ async fn operations_lists_every_metric_the_server_serves() {
     let token = server.token("alice", &["acme"]);
     let alice = server.client(&token);
 
-    // Traffic, so that every labelled series exists: a push, pulls (200 and 304), a refused
-    // token, a path no route matches, and a request cut off by the request timeout.
+    // Traffic, so that every labelled series exists: a push, a push refused for a secret, pulls
+    // (200 and 304), a refused token, a path no route matches, and a request cut off by the
+    // request timeout.
     let r = alice
         .push(
             "acme/api",
@@ -591,6 +592,23 @@ async fn operations_lists_every_metric_the_server_serves() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
+    let key = aws_key_id(3);
+    let r = alice
+        .push(
+            "acme/api",
+            &batch(vec![put(
+                "keys.md",
+                &memory(
+                    "keys",
+                    "keys",
+                    "project",
+                    &format!("aws_access_key_id = {key}\n"),
+                ),
+                None,
+            )]),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
     assert_eq!(alice.pull("acme/api", 0).await.status, 200);
     let r = alice
         .send(
@@ -637,7 +655,7 @@ async fn operations_lists_every_metric_the_server_serves() {
     for (name, family) in &served {
         match documented.get(name) {
             None => errors.push(format!(
-                "{name} ({family:?}) is served but not in docs/operations.md"
+                "{name} ({family:?}) is served but not in docs/observability.md"
             )),
             Some(d) if d != family => {
                 errors.push(format!("{name}: served as {family:?}, documented as {d:?}"))
@@ -648,7 +666,7 @@ async fn operations_lists_every_metric_the_server_serves() {
     for name in documented.keys() {
         if !served.contains_key(name) {
             errors.push(format!(
-                "{name} is in docs/operations.md but not served:\n{text}"
+                "{name} is in docs/observability.md but not served:\n{text}"
             ));
         }
     }

@@ -19,6 +19,7 @@ pub mod export;
 pub mod http;
 pub mod idempotent;
 pub mod live;
+pub mod metrics;
 pub mod remote;
 pub mod rescan;
 pub mod review;

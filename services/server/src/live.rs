@@ -44,10 +44,28 @@ struct Inner {
     closing: watch::Sender<bool>,
 }
 
+/// What holds a place: an event stream or a long-poll (counted apart for `/metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Stream,
+    LongPoll,
+}
+
 #[derive(Default)]
 struct Open {
     total: usize,
+    streams: usize,
+    long_polls: usize,
     per_token: HashMap<Uuid, usize>,
+}
+
+impl Open {
+    fn of(&mut self, kind: Kind) -> &mut usize {
+        match kind {
+            Kind::Stream => &mut self.streams,
+            Kind::LongPoll => &mut self.long_polls,
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -68,7 +86,7 @@ impl Live {
 
     /// A place for one more long-poll or stream of the token `jti`, held until the returned
     /// slot is dropped; refused (429 per token, 503 in all) when the caps are reached.
-    pub fn open(&self, jti: Uuid) -> Result<Slot, ApiError> {
+    pub fn open(&self, jti: Uuid, kind: Kind) -> Result<Slot, ApiError> {
         let mut open = self.0.open.lock().unwrap_or_else(|e| e.into_inner());
         let limits = &self.0.limits;
         if open.total >= limits.total {
@@ -91,15 +109,23 @@ impl Live {
         }
         *mine += 1;
         open.total += 1;
+        *open.of(kind) += 1;
         Ok(Slot {
             live: self.clone(),
             jti,
+            kind,
         })
     }
 
     /// Long-polls and streams open now.
     pub fn open_now(&self) -> usize {
         self.0.open.lock().map(|o| o.total).unwrap_or(0)
+    }
+
+    /// Event streams and long-polls open now: (streams, long-polls).
+    pub fn open_by_kind(&self) -> (usize, usize) {
+        let open = self.0.open.lock().unwrap_or_else(|e| e.into_inner());
+        (open.streams, open.long_polls)
     }
 
     /// The server is shutting down: every stream ends and every long-poll answers now.
@@ -117,16 +143,27 @@ impl Live {
     }
 }
 
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("limits", &self.0.limits)
+            .finish_non_exhaustive()
+    }
+}
+
 /// One open long-poll or stream; dropping it frees its place.
 pub struct Slot {
     live: Live,
     jti: Uuid,
+    kind: Kind,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut open = self.live.0.open.lock().unwrap_or_else(|e| e.into_inner());
         open.total = open.total.saturating_sub(1);
+        let of_kind = open.of(self.kind);
+        *of_kind = of_kind.saturating_sub(1);
         if let Some(n) = open.per_token.get_mut(&self.jti) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -148,17 +185,23 @@ mod tests {
             ..LiveLimits::default()
         });
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        let a1 = live.open(a).unwrap();
-        let _a2 = live.open(a).unwrap();
-        let err = live.open(a).err().unwrap();
+        let a1 = live.open(a, Kind::Stream).unwrap();
+        let _a2 = live.open(a, Kind::LongPoll).unwrap();
+        let err = live.open(a, Kind::Stream).err().unwrap();
         assert_eq!(err.code(), "too_many_streams");
         assert!(err.to_string().contains("--max-streams-per-token"), "{err}");
-        let _b1 = live.open(b).unwrap();
-        assert_eq!(live.open(b).err().unwrap().code(), "unavailable");
+        let _b1 = live.open(b, Kind::LongPoll).unwrap();
+        assert_eq!(
+            live.open(b, Kind::Stream).err().unwrap().code(),
+            "unavailable"
+        );
         assert_eq!(live.open_now(), 3);
+        assert_eq!(live.open_by_kind(), (1, 2));
         drop(a1);
         assert_eq!(live.open_now(), 2);
-        let _a3 = live.open(a).unwrap();
+        assert_eq!(live.open_by_kind(), (0, 2));
+        let _a3 = live.open(a, Kind::Stream).unwrap();
+        assert_eq!(live.open_by_kind(), (1, 2));
     }
 
     #[tokio::test]

@@ -128,17 +128,24 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     let announcer = memsync_server::bus::announce::Announcer::default();
     announcer.spawn(db.pool.clone());
     spawn_housekeeping(db.pool.clone());
+    let live = memsync_server::live::Live::new(cfg.live);
+    let metrics = Arc::new(memsync_server::metrics::Metrics::new(
+        db.pool.clone(),
+        live.clone(),
+        cfg.metrics_listen.is_none(),
+    ));
+    export::spawn_lag(db.pool.clone());
     let state = AppState::from(memsync_server::state::Shared {
         pool: db.pool.clone(),
         keys,
         revocations,
         limits: sync_limits(&cfg),
-        metrics: Arc::default(),
+        metrics: metrics.clone(),
         max_body_bytes: cfg.max_body_bytes,
         db_health,
         bus,
         announcer: announcer.clone(),
-        live: memsync_server::live::Live::new(cfg.live),
+        live,
         console,
     });
     let live = state.live.clone();
@@ -151,6 +158,29 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         }
     };
     let addr = listener.local_addr()?;
+    // `--metrics-listen`: `/metrics` alone on a listener of its own, closed with the API's.
+    if let Some(at) = cfg.metrics_listen {
+        let metrics_listener = match http::serve::bind(at) {
+            Ok(l) => l,
+            Err(e) => {
+                db.close().await;
+                bail!("cannot listen on {at} (--metrics-listen): {e}");
+            }
+        };
+        let metrics_addr = metrics_listener.local_addr()?;
+        tracing::info!(addr = %metrics_addr, "metrics listening");
+        let serving = http::serve::serve(
+            metrics_listener,
+            http::metrics::router(metrics),
+            cfg.connections,
+            live.closing(),
+        );
+        tokio::spawn(async move {
+            if let Err(e) = serving.await {
+                tracing::error!(error = %e, "serving metrics failed");
+            }
+        });
+    }
     tracing::info!(%addr, embedded_postgres = db.embedded.is_some(), "memsync-server listening");
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("memsync-server listening on http://{addr}");

@@ -9,7 +9,7 @@ use sqlx::PgPool;
 
 use crate::auth::{Keys, Revocations};
 use crate::db::DbHealth;
-use crate::http::metrics::Metrics;
+use crate::metrics::Metrics;
 use crate::sync::SyncLimits;
 
 #[derive(Clone)]

@@ -9,6 +9,9 @@
 //! they name it), `OTEL_BSP_*` for the batching, `OTEL_TRACES_SAMPLER[_ARG]` for sampling.
 //! Span attributes carry routes, methods, statuses, project names, revisions and counts: never a
 //! memory's content, a token or a query string.
+//!
+//! Beside the log, sqlx's pool-acquire events feed `/metrics` ([`crate::metrics::AcquireTimes`]),
+//! whatever the log's filter.
 
 use std::io::IsTerminal;
 use std::sync::OnceLock;
@@ -19,6 +22,8 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, filter};
+
+use crate::metrics::{ACQUIRE_TARGET, AcquireTimes};
 
 /// Whether spans are being sent to an OTLP endpoint (request spans then carry the OpenTelemetry
 /// fields; otherwise they are kept as cheap as before).
@@ -101,12 +106,19 @@ pub fn init(format: &str) -> Result<(), String> {
     } else {
         fmt.with_filter(filter).boxed()
     };
+    let acquires = AcquireTimes.with_filter(
+        filter::Targets::new()
+            .with_target(ACQUIRE_TARGET, tracing::level_filters::LevelFilter::TRACE),
+    );
     let setting = otlp_setting(|k| std::env::var(k).ok());
     let provider = match &setting {
         Ok(OtlpSetting::On(_)) => match provider() {
             Ok(p) => Some(p),
             Err(e) => {
-                let _ = tracing_subscriber::registry().with(fmt).try_init();
+                let _ = tracing_subscriber::registry()
+                    .with(fmt)
+                    .with(acquires)
+                    .try_init();
                 return Err(e);
             }
         },

@@ -65,6 +65,8 @@ impl Database {
             .max_connections(cfg.db_pool_size)
             .min_connections(1)
             .acquire_timeout(Duration::from_secs(5))
+            // Every acquire's time, as an event for `/metrics` (`metrics::AcquireTimes`).
+            .acquire_time_level(log::LevelFilter::Trace)
             .connect_with(options)
             .await;
         match pool {

@@ -127,7 +127,7 @@ impl ExportConfig {
     }
 }
 
-/// Counters of what this process did, for `/metrics`.
+/// Counters of what this process did, for `/metrics` ([`MetricsCollector`]).
 #[derive(Default)]
 struct Stats {
     commits: AtomicU64,
@@ -135,10 +135,6 @@ struct Stats {
     failures: AtomicU64,
     mirror_ok: AtomicU64,
     mirror_failed: AtomicU64,
-}
-
-fn bump(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
 }
 
 /// The export as one process runs it.
@@ -507,79 +503,162 @@ fn git_command() -> tokio::process::Command {
     cmd
 }
 
-/// Export lag and counters in Prometheus text format, appended to `/metrics`.
-pub async fn metrics(pool: &PgPool) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    match outbox::lag(pool).await {
-        Ok((pending, age, rebuilds, mirror_rewrites)) => {
+/// The export's backlog as last read from the database (it is the same on every replica).
+#[derive(Debug, Clone, Copy)]
+struct Lag {
+    pending: i64,
+    age_secs: f64,
+    rebuilds: i64,
+    mirror_rewrites: i64,
+}
+
+/// The last [`Lag`] read (None before the first read, and after a failed one), and what wakes
+/// its reader early.
+static LAG: std::sync::Mutex<Option<Lag>> = std::sync::Mutex::new(None);
+static LAG_WAKE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// How often the export lag is read without being woken.
+const LAG_EVERY: Duration = Duration::from_secs(5);
+/// The least time between two reads of the export lag, however often it is woken.
+const LAG_MIN_GAP: Duration = Duration::from_millis(250);
+
+fn bump(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+    // The exporter did something (outbox rows deleted, a rewrite made, a mirror pushed): the
+    // backlog gauges are read again soon.
+    LAG_WAKE.notify_one();
+}
+
+/// Reads the export lag from the database every [`LAG_EVERY`], and soon after this process's
+/// exporter did something, never more often than every [`LAG_MIN_GAP`], until `pool` closes;
+/// `/metrics` serves the last values read, so a scrape costs no query.
+pub fn spawn_lag(pool: PgPool) {
+    tokio::spawn(async move {
+        loop {
+            let read = tokio::time::timeout(LAG_EVERY, outbox::lag(&pool)).await;
+            let lag = match read {
+                Ok(Ok((pending, age_secs, rebuilds, mirror_rewrites))) => Some(Lag {
+                    pending,
+                    age_secs,
+                    rebuilds,
+                    mirror_rewrites,
+                }),
+                Ok(Err(e)) => {
+                    if pool.is_closed() {
+                        return;
+                    }
+                    tracing::warn!(error = %e, "reading the export lag failed");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!("reading the export lag took over {LAG_EVERY:?}");
+                    None
+                }
+            };
+            *LAG.lock().unwrap_or_else(|e| e.into_inner()) = lag;
+            tokio::time::sleep(LAG_MIN_GAP).await;
+            tokio::select! {
+                () = LAG_WAKE.notified() => {}
+                () = tokio::time::sleep(LAG_EVERY - LAG_MIN_GAP) => {}
+                () = pool.close_event() => return,
+            }
+        }
+    });
+}
+
+/// The export's metrics, from memory: the backlog gauges (as last read by [`spawn_lag`]; absent
+/// until read, and while the database cannot be read), and, where this process has an export
+/// directory, its leadership and counters.
+#[derive(Debug)]
+pub struct MetricsCollector;
+
+impl prometheus_client::collector::Collector for MetricsCollector {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::MetricType;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let lag = *LAG.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(lag) = lag {
             let gauges = [
                 (
                     "memsync_export_pending_revisions",
                     "Revisions not yet exported to git.",
-                    pending as f64,
+                    lag.pending as f64,
                 ),
                 (
                     "memsync_export_lag_seconds",
                     "Age of the oldest revision not yet exported to git (0 when none).",
-                    age,
+                    lag.age_secs,
                 ),
                 (
                     "memsync_export_pending_rebuilds",
                     "Repositories waiting to be rewritten (after a purge or an export rebuild).",
-                    rebuilds as f64,
+                    lag.rebuilds as f64,
                 ),
                 (
                     "memsync_export_pending_mirror_rewrites",
                     "Rewritten repositories the mirror does not have yet.",
-                    mirror_rewrites as f64,
+                    lag.mirror_rewrites as f64,
                 ),
             ];
             for (name, help, v) in gauges {
-                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+                ConstGauge::new(v).encode(encoder.encode_descriptor(
+                    name,
+                    help,
+                    None,
+                    MetricType::Gauge,
+                )?)?;
             }
         }
-        Err(e) => tracing::warn!(error = %e, "reading the export lag failed"),
-    }
-    if let Some(ex) = installed() {
-        let name = "memsync_export_leader";
-        let _ = writeln!(
-            out,
-            "# HELP {name} 1 when this process runs the git export (it holds the export lock), else 0.\n# TYPE {name} gauge\n{name} {}",
-            u8::from(ex.is_leader())
-        );
+        let Some(ex) = installed() else {
+            return Ok(());
+        };
+        ConstGauge::new(i64::from(ex.is_leader())).encode(encoder.encode_descriptor(
+            "memsync_export_leader",
+            "1 when this process runs the git export (it holds the export lock), else 0.",
+            None,
+            MetricType::Gauge,
+        )?)?;
         let s = &ex.stats;
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let counters = [
             (
-                "memsync_export_commits_total",
+                "memsync_export_commits",
                 "Commits this process wrote to the git export.",
                 get(&s.commits),
             ),
             (
-                "memsync_export_rebuilds_total",
+                "memsync_export_rebuilds",
                 "Repositories this process rewrote from scratch.",
                 get(&s.rebuilds),
             ),
             (
-                "memsync_export_failures_total",
+                "memsync_export_failures",
                 "Failed attempts to export a project (retried).",
                 get(&s.failures),
             ),
         ];
         for (name, help, v) in counters {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
-            );
+            ConstCounter::new(v).encode(encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                MetricType::Counter,
+            )?)?;
         }
-        let name = "memsync_export_mirror_pushes_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Pushes to the mirror by result.\n# TYPE {name} counter\n{name}{{result=\"ok\"}} {}\n{name}{{result=\"error\"}} {}",
-            get(&s.mirror_ok),
-            get(&s.mirror_failed)
-        );
+        let mut family = encoder.encode_descriptor(
+            "memsync_export_mirror_pushes",
+            "Pushes to the mirror by result.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (result, v) in [("ok", get(&s.mirror_ok)), ("error", get(&s.mirror_failed))] {
+            ConstCounter::new(v).encode(family.encode_family(&[("result", result)])?)?;
+        }
+        Ok(())
     }
-    out
 }

@@ -21,7 +21,7 @@ use super::{AppState, QueryParams, reachable};
 use crate::auth::Principal;
 use crate::bus::ReviewNote;
 use crate::error::{ApiError, ApiResult};
-use crate::live::{MAX_WAIT_SECS, Slot};
+use crate::live::{Kind, MAX_WAIT_SECS, Slot};
 use crate::sync::{self, Pull};
 
 /// How often a waiter asks the database itself while the bus is not current (its listener is
@@ -83,15 +83,16 @@ pub(super) async fn pull(
 
     let answer = answer_pull(&state, &project, since, inm, limit).await?;
     if wait.is_zero() || !sync::is_up_to_date(&answer) {
-        return Ok(respond(answer));
+        return Ok(counted(&state, respond(answer)));
     }
 
     // Long-poll: wait for the project to move past what the client has.
-    let _slot = state.live.open(principal.claims.jti)?;
+    let _slot = state.live.open(principal.claims.jti, Kind::LongPoll)?;
     let mut revisions = state.bus.subscribe(&project);
     let deadline = Instant::now() + wait;
     let mut closing = std::pin::pin!(state.live.closing());
     let mut last = answer;
+    let mut waited = false;
     loop {
         // Asked again after subscribing: a revision that landed in between is not missed.
         last = answer_pull(&state, &project, since, inm, limit)
@@ -105,7 +106,10 @@ pub(super) async fn pull(
             })?;
         if !sync::is_up_to_date(&last) {
             still_valid(&state, &principal)?;
-            return Ok(respond(last));
+            if waited {
+                state.metrics.long_poll_woken();
+            }
+            return Ok(counted(&state, respond(last)));
         }
         let poll = if state.bus.is_synced() {
             POLL_SYNCED
@@ -124,12 +128,19 @@ pub(super) async fn pull(
             () = tokio::time::sleep_until(deadline) => break,
             () = &mut closing => break,
         }
+        waited = true;
     }
     let revision = match &last {
         Pull::NotModified { revision } => *revision,
         Pull::Changes(body) => body.revision,
     };
-    Ok(not_modified(revision))
+    Ok(counted(&state, not_modified(revision)))
+}
+
+/// A pull's answer (200 or 304), counted for `/metrics`.
+fn counted(state: &AppState, resp: Response) -> Response {
+    state.metrics.pulled(resp.status());
+    resp
 }
 
 fn parse_wait(wait: Option<&str>) -> ApiResult<Duration> {
@@ -254,7 +265,7 @@ pub(super) async fn events(
             )
         })?),
     };
-    let slot = state.live.open(principal.claims.jti)?;
+    let slot = state.live.open(principal.claims.jti, Kind::Stream)?;
     // Subscribed before the revision is read, so nothing that lands in between is missed.
     let revisions = state.bus.subscribe(&project);
     let current = match state.bus.known(&project) {

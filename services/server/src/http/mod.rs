@@ -499,15 +499,16 @@ async fn push(
         request_hash: body.sha256.to_hex(),
         ..PushMeta::new(&project, &principal, "push")
     };
-    match sync::push(
+    let pushed = sync::push(
         &state.pool,
         &state.announcer,
         state.limits,
         meta,
         body.value,
     )
-    .await?
-    {
+    .await;
+    state.metrics.push(&pushed);
+    match pushed? {
         PushOutcome::Applied(resp) => Ok(Json(resp).into_response()),
         PushOutcome::Proposed(resp) => Ok((StatusCode::ACCEPTED, Json(resp)).into_response()),
         PushOutcome::Replayed(status, stored) => Ok(replayed_response(status, stored)),
