@@ -130,10 +130,17 @@ pub fn init(format: &str) -> Result<(), String> {
             .with_tracer(p.tracer("memsync-server"))
             .with_filter(filter::Targets::new().with_target("memsync_server", tracing::Level::INFO))
     });
-    let _ = tracing_subscriber::registry()
-        .with(fmt)
-        .with(otel)
-        .try_init();
+    let _ = match otel {
+        Some(otel) => tracing_subscriber::registry()
+            .with(fmt)
+            .with(acquires)
+            .with(otel)
+            .try_init(),
+        None => tracing_subscriber::registry()
+            .with(fmt)
+            .with(acquires)
+            .try_init(),
+    };
     if let Some(p) = provider {
         opentelemetry::global::set_text_map_propagator(
             opentelemetry_sdk::propagation::TraceContextPropagator::new(),
