@@ -76,6 +76,19 @@ pub fn otlp_setting(var: impl Fn(&str) -> Option<String>) -> Result<OtlpSetting,
             break;
         }
     }
+    for key in [
+        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_COMPRESSION",
+    ] {
+        if let Some(c) = set(key) {
+            if !c.trim().eq_ignore_ascii_case("none") {
+                return Err(format!(
+                    "{key}={c} is not supported: memsync-server sends traces uncompressed; unset it or set it to `none`"
+                ));
+            }
+            break;
+        }
+    }
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
         return Err(format!(
             "the OTLP endpoint `{endpoint}` is not an http:// or https:// URL (e.g. http://otel-collector:4318)"
@@ -321,6 +334,22 @@ mod tests {
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
                 ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"),
                 ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ])
+            .is_ok()
+        );
+        let gzip = with(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+        ])
+        .expect_err("gzip");
+        assert!(
+            gzip.contains("OTEL_EXPORTER_OTLP_COMPRESSION=gzip is not supported"),
+            "{gzip}"
+        );
+        assert!(
+            with(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                ("OTEL_EXPORTER_OTLP_COMPRESSION", "none"),
             ])
             .is_ok()
         );
