@@ -1312,6 +1312,24 @@ pub fn git(cwd: Option<&Path>, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf8")
 }
 
+/// The `Memsync-Revision` of the branch head of a git export repository, None without one.
+pub fn head_revision(git_dir: &Path) -> Option<i64> {
+    let out = git_output(
+        None,
+        &[
+            &gd(git_dir),
+            "log",
+            "-1",
+            "--format=%(trailers:key=Memsync-Revision,valueonly)",
+            "main",
+        ],
+    );
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
 /// `--git-dir=<repo>`.
 pub fn gd(repo: &Path) -> String {
     format!("--git-dir={}", repo.display())

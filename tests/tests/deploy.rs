@@ -1570,24 +1570,6 @@ async fn the_migrate_job_runs_on_a_read_only_root() {
     );
 }
 
-/// The branch head's `Memsync-Revision` of a bare repository, None without one.
-fn head_revision(git_dir: &Path) -> Option<i64> {
-    let out = git_output(
-        None,
-        &[
-            &gd(git_dir),
-            "log",
-            "-1",
-            "--format=%(trailers:key=Memsync-Revision,valueonly)",
-            "main",
-        ],
-    );
-    if !out.status.success() {
-        return None;
-    }
-    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
-}
-
 #[tokio::test]
 async fn the_export_statefulset_exports_to_its_volume_and_serves_clones() {
     let w = workload("export-statefulset.yaml", "StatefulSet", "memsync-export");

@@ -73,24 +73,6 @@ fn clone_refused(server: &Server, token: &str, tmp: &Path, why: &str) -> String 
     stderr
 }
 
-/// The `Memsync-Revision` of the branch head of a repository, None without one.
-fn head_revision(git_dir: &Path) -> Option<i64> {
-    let out = git_output(
-        None,
-        &[
-            &gd(git_dir),
-            "log",
-            "-1",
-            "--format=%(trailers:key=Memsync-Revision,valueonly)",
-            "main",
-        ],
-    );
-    if !out.status.success() {
-        return None;
-    }
-    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
-}
-
 /// Whether any object of the repository (every one the clone received) contains `needle`.
 fn objects_contain(git_dir: &Path, needle: &str) -> bool {
     let out = git_output(
