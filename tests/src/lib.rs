@@ -286,17 +286,7 @@ impl Server {
             .stdin(Stdio::null())
             .spawn()
             .expect("spawn memsync-server");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(line)) = lines.next() {
-                let _ = tx.send(line);
-            }
-            // Keep draining so the server never blocks on a full pipe.
-            for _ in lines {}
-        });
-        let line = match rx.recv_timeout(Duration::from_secs(120)) {
+        let line = match first_stdout_line(&mut child, Duration::from_secs(120)) {
             Ok(l) => l,
             Err(_) => {
                 let _ = child.kill();
@@ -1310,6 +1300,25 @@ pub fn git(cwd: Option<&Path>, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("utf8")
+}
+
+/// The first line `child` prints on stdout (a server's `listening on` line), waiting up to
+/// `within`; the rest of its stdout is drained in the background so that it never blocks on a
+/// full pipe.
+pub fn first_stdout_line(
+    child: &mut std::process::Child,
+    within: Duration,
+) -> Result<String, std::sync::mpsc::RecvTimeoutError> {
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(line)) = lines.next() {
+            let _ = tx.send(line);
+        }
+        for _ in lines {}
+    });
+    rx.recv_timeout(within)
 }
 
 /// The `Memsync-Revision` of the branch head of a git export repository, None without one.

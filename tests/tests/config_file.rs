@@ -4,7 +4,6 @@
 //! bad file is refused by name, with status 2, before anything starts.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -408,24 +407,14 @@ async fn a_server_runs_with_the_settings_of_its_file() {
         .stderr(log)
         .spawn()
         .expect("spawn memsync-server");
-    let stdout = child.stdout.take().expect("stdout");
+    let first = memsync_e2e::first_stdout_line(&mut child, Duration::from_secs(120));
     let server = Running(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        if let Some(Ok(line)) = lines.next() {
-            let _ = tx.send(line);
-        }
-        for _ in lines {}
+    let line = first.unwrap_or_else(|_| {
+        panic!(
+            "memsync-server did not start; its log:\n{}",
+            std::fs::read_to_string(tmp.path().join("server.log")).unwrap_or_default()
+        )
     });
-    let line = rx
-        .recv_timeout(Duration::from_secs(120))
-        .unwrap_or_else(|_| {
-            panic!(
-                "memsync-server did not start; its log:\n{}",
-                std::fs::read_to_string(tmp.path().join("server.log")).unwrap_or_default()
-            )
-        });
     let url = line
         .strip_prefix("memsync-server listening on ")
         .unwrap_or_else(|| panic!("unexpected first line: {line}"))

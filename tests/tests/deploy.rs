@@ -22,7 +22,6 @@
 //!   in CI; without it the tests fail and say what is missing.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -1288,16 +1287,7 @@ done
             .stderr(log)
             .spawn()
             .expect("start the container");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(line)) = lines.next() {
-                let _ = tx.send(line);
-            }
-            for _ in lines {}
-        });
-        let line = rx.recv_timeout(Duration::from_secs(120));
+        let line = first_stdout_line(&mut child, Duration::from_secs(120));
         let mut c = Container {
             child,
             url: String::new(),
