@@ -6,6 +6,7 @@
 
 pub mod corpus;
 pub mod feedback_corpus;
+pub mod feedback_eval;
 pub mod spec;
 pub mod webdriver;
 

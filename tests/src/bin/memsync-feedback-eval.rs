@@ -5,11 +5,16 @@
 //! `memsync-feedback-eval` prints the report; `--all` also lists the correct findings;
 //! `--explain NAME` shows how the checker reads one corpus memory (by its `name`);
 //! `--bench N` times N private × N team memories (the corpus, repeated).
+//!
+//! `--set dev|heldout|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
+//! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
+//! cross-topic finding, with the label's reason and the finding's.
 
 use std::time::Instant;
 
 use memsync_core::feedback::{self, Note};
 use memsync_e2e::feedback_corpus::{self, Outcome};
+use memsync_e2e::feedback_eval::{self, EvalSet, Label};
 
 fn show(o: &Outcome) -> String {
     let mut s = format!(
@@ -71,8 +76,89 @@ fn bench(n: usize) {
     );
 }
 
+fn kind_of(f: Option<&feedback::Finding>) -> &'static str {
+    match f.map(|f| f.kind) {
+        Some(feedback::Kind::Contradiction) => "contradiction",
+        Some(feedback::Kind::Related) => "related",
+        None => "nothing",
+    }
+}
+
+fn score_set(which: &str, misses: bool) {
+    let dir = match which {
+        "dev" | "heldout" => feedback_eval::set_dir(which),
+        other => other.into(),
+    };
+    let set = match EvalSet::load(&dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("memsync-feedback-eval: {e:#}");
+            std::process::exit(2);
+        }
+    };
+    let start = Instant::now();
+    let findings = set.findings();
+    let elapsed = start.elapsed();
+    let score = set.score(&findings);
+    print!(
+        "{}",
+        score.summary(&format!("set {} ({} topics)", set.name, set.topics))
+    );
+    println!("  compared in {:.1} ms", elapsed.as_secs_f64() * 1000.0);
+    if !misses {
+        return;
+    }
+    let by_pair: std::collections::HashMap<(&str, &str), &feedback::Finding> = findings
+        .iter()
+        .map(|f| ((f.a.as_str(), f.b.as_str()), f))
+        .collect();
+    let mut rows: Vec<(&(String, String), &(Label, String))> = set.labels.iter().collect();
+    rows.sort();
+    for want in [
+        Label::Contradiction,
+        Label::Compatible,
+        Label::DifferentScope,
+        Label::Unrelated,
+    ] {
+        println!("\nlabelled {}:", want.name());
+        for ((p, t), (label, why)) in rows.iter().filter(|(_, (l, _))| *l == want) {
+            let f = by_pair.get(&(p.as_str(), t.as_str())).copied();
+            let got = kind_of(f);
+            let ok = match label {
+                Label::Contradiction => got == "contradiction",
+                Label::Compatible | Label::DifferentScope => got == "related",
+                Label::Unrelated => got == "nothing",
+            };
+            if ok {
+                continue;
+            }
+            println!("  {p} x {t}: got {got}\n    label: {why}");
+            if let Some(f) = f {
+                println!("    reason: {}", f.reason);
+            }
+        }
+    }
+    println!("\ncross-topic findings:");
+    for f in &findings {
+        if !set.labels.contains_key(&(f.a.clone(), f.b.clone())) {
+            println!(
+                "  {} x {}: {}\n    reason: {}",
+                f.a,
+                f.b,
+                kind_of(Some(f)),
+                f.reason
+            );
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--set") {
+        let which = args.get(i + 1).map(String::as_str).unwrap_or("dev");
+        score_set(which, args.iter().any(|a| a == "--misses"));
+        return;
+    }
     if let Some(i) = args.iter().position(|a| a == "--bench") {
         let n = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(300);
         bench(n);

@@ -1,0 +1,385 @@
+//! The labelled feedback evaluation sets of `tests/feedback-eval/` (`dev/` to tune on,
+//! `heldout/` to score once), and their scoring.
+//!
+//! Each set is a directory of topic files (see the set's README): private and team feedback
+//! memories about one subject, every private × team combination within the topic labelled
+//! `contradiction`, `compatible`, `different_scope` or `unrelated`. Scoring runs
+//! [`feedback::compare`] over the full private × team cross product of the whole set, so a
+//! finding between memories of two different topics counts: those pairs are `unrelated`.
+//!
+//! Figures (what issue 16 targets):
+//! - contradiction precision and recall: a `contradiction` finding against the label;
+//! - reach: the share of labelled contradictions that get any finding (`contradiction` or
+//!   `related`): what reaches the session, where the agent reads both memories;
+//! - same-subject recall: the share of `contradiction`, `compatible` and `different_scope`
+//!   pairs with any finding;
+//! - related findings per 100 unrelated pairs (in-topic traps and cross-topic pairs).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use memsync_core::feedback::{self, Finding, Kind, Note};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct TopicFile {
+    topic: String,
+    lang: String,
+    private: Vec<Mem>,
+    team: Vec<Mem>,
+    labels: Vec<LabelRow>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Mem {
+    id: String,
+    name: String,
+    description: String,
+    body: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct LabelRow {
+    private: String,
+    team: String,
+    label: String,
+    reason: String,
+}
+
+/// A labelled label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Label {
+    Contradiction,
+    Compatible,
+    DifferentScope,
+    Unrelated,
+}
+
+impl Label {
+    fn parse(s: &str) -> Option<Label> {
+        Some(match s {
+            "contradiction" => Label::Contradiction,
+            "compatible" => Label::Compatible,
+            "different_scope" => Label::DifferentScope,
+            "unrelated" => Label::Unrelated,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Label::Contradiction => "contradiction",
+            Label::Compatible => "compatible",
+            Label::DifferentScope => "different_scope",
+            Label::Unrelated => "unrelated",
+        }
+    }
+
+    pub fn same_subject(self) -> bool {
+        self != Label::Unrelated
+    }
+}
+
+/// One memory of a set, rendered as a file.
+#[derive(Debug, Clone)]
+pub struct Memory {
+    /// `<topic file stem>/<id>.md`.
+    pub path: String,
+    pub text: String,
+    pub lang: String,
+}
+
+/// A loaded set.
+pub struct EvalSet {
+    pub name: String,
+    pub private: Vec<Memory>,
+    pub team: Vec<Memory>,
+    /// In-topic labels, by (private path, team path), with the labeller's reason.
+    pub labels: HashMap<(String, String), (Label, String)>,
+    pub topics: usize,
+}
+
+fn render(m: &Mem) -> String {
+    // JSON strings are YAML double-quoted scalars.
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    format!(
+        "---\nname: {}\ndescription: {}\ntype: feedback\n---\n\n{}\n",
+        q(&m.name),
+        q(&m.description),
+        m.body.trim_end()
+    )
+}
+
+impl EvalSet {
+    /// Loads every `*.json` topic of `dir`; a malformed file is an error naming it.
+    pub fn load(dir: &Path) -> anyhow::Result<EvalSet> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", dir.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        let mut set = EvalSet {
+            name: dir
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            private: Vec::new(),
+            team: Vec::new(),
+            labels: HashMap::new(),
+            topics: 0,
+        };
+        for f in files {
+            let stem = f
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let raw = std::fs::read_to_string(&f)?;
+            let t: TopicFile =
+                serde_json::from_str(&raw).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+            anyhow::ensure!(!t.topic.is_empty(), "{}: empty topic", f.display());
+            let path = |id: &str| format!("{stem}/{id}.md");
+            for (side, out) in [(&t.private, &mut set.private), (&t.team, &mut set.team)] {
+                for m in side {
+                    out.push(Memory {
+                        path: path(&m.id),
+                        text: render(m),
+                        lang: t.lang.clone(),
+                    });
+                }
+            }
+            for l in &t.labels {
+                let label = Label::parse(&l.label)
+                    .ok_or_else(|| anyhow::anyhow!("{}: label {:?}", f.display(), l.label))?;
+                anyhow::ensure!(
+                    t.private.iter().any(|m| m.id == l.private)
+                        && t.team.iter().any(|m| m.id == l.team),
+                    "{}: label names unknown ids {} x {}",
+                    f.display(),
+                    l.private,
+                    l.team
+                );
+                set.labels
+                    .insert((path(&l.private), path(&l.team)), (label, l.reason.clone()));
+            }
+            anyhow::ensure!(
+                t.labels.len() == t.private.len() * t.team.len(),
+                "{}: {} labels for {} x {} memories",
+                f.display(),
+                t.labels.len(),
+                t.private.len(),
+                t.team.len()
+            );
+            set.topics += 1;
+        }
+        Ok(set)
+    }
+
+    /// The label of a pair: in-topic as written, cross-topic `unrelated`.
+    pub fn label(&self, private: &str, team: &str) -> Label {
+        self.labels
+            .get(&(private.to_owned(), team.to_owned()))
+            .map(|(l, _)| *l)
+            .unwrap_or(Label::Unrelated)
+    }
+
+    /// The detector's findings over the full cross product.
+    pub fn findings(&self) -> Vec<Finding> {
+        let notes = |v: &[Memory]| -> Vec<(String, String)> {
+            v.iter().map(|m| (m.path.clone(), m.text.clone())).collect()
+        };
+        let (p, t) = (notes(&self.private), notes(&self.team));
+        let a: Vec<Note<'_>> = p.iter().map(|(p, t)| Note { path: p, text: t }).collect();
+        let b: Vec<Note<'_>> = t.iter().map(|(p, t)| Note { path: p, text: t }).collect();
+        feedback::compare(&a, &b)
+    }
+
+    pub fn score(&self, findings: &[Finding]) -> Score {
+        let mut got: HashMap<(&str, &str), &Finding> = HashMap::new();
+        for f in findings {
+            got.insert((f.a.as_str(), f.b.as_str()), f);
+        }
+        let mut s = Score {
+            pairs: self.private.len() * self.team.len(),
+            ..Score::default()
+        };
+        for ((p, t), (label, _)) in &self.labels {
+            *s.labelled.entry(*label).or_default() += 1;
+            let lang = self
+                .private
+                .iter()
+                .find(|m| &m.path == p)
+                .map(|m| m.lang.clone())
+                .unwrap_or_default();
+            let kind = got.get(&(p.as_str(), t.as_str())).map(|f| f.kind);
+            *s.confusion.entry((*label, kind_name(kind))).or_default() += 1;
+            if *label == Label::Contradiction {
+                let e = s.by_lang.entry(lang).or_default();
+                e.0 += 1;
+                e.1 += usize::from(kind == Some(Kind::Contradiction));
+                e.2 += usize::from(kind.is_some());
+            }
+        }
+        s.cross_topic = s.pairs - self.labels.len();
+        for f in findings {
+            if !self.labels.contains_key(&(f.a.clone(), f.b.clone())) {
+                *s.confusion
+                    .entry((Label::Unrelated, kind_name(Some(f.kind))))
+                    .or_default() += 1;
+                s.cross_topic_findings += 1;
+            }
+        }
+        *s.confusion
+            .entry((Label::Unrelated, "nothing"))
+            .or_default() += s.cross_topic - s.cross_topic_findings;
+        s
+    }
+}
+
+fn kind_name(k: Option<Kind>) -> &'static str {
+    match k {
+        Some(Kind::Contradiction) => "contradiction",
+        Some(Kind::Related) => "related",
+        None => "nothing",
+    }
+}
+
+/// Figures of one set.
+#[derive(Debug, Default)]
+pub struct Score {
+    /// Private × team pairs scored.
+    pub pairs: usize,
+    pub cross_topic: usize,
+    pub cross_topic_findings: usize,
+    pub labelled: BTreeMap<Label, usize>,
+    /// (label, `contradiction` | `related` | `nothing`) → pairs, cross-topic pairs included as
+    /// `unrelated`.
+    pub confusion: BTreeMap<(Label, &'static str), usize>,
+    /// Language of the private side → (contradictions, found as such, reached).
+    pub by_lang: BTreeMap<String, (usize, usize, usize)>,
+}
+
+impl Score {
+    fn n(&self, l: Label, k: &str) -> usize {
+        self.confusion.get(&(l, k)).copied().unwrap_or(0)
+    }
+
+    fn row(&self, l: Label) -> usize {
+        ["contradiction", "related", "nothing"]
+            .iter()
+            .map(|k| self.n(l, k))
+            .sum()
+    }
+
+    pub fn precision(&self) -> f64 {
+        let tp = self.n(Label::Contradiction, "contradiction");
+        let all: usize = [
+            Label::Contradiction,
+            Label::Compatible,
+            Label::DifferentScope,
+            Label::Unrelated,
+        ]
+        .iter()
+        .map(|l| self.n(*l, "contradiction"))
+        .sum();
+        if all == 0 {
+            1.0
+        } else {
+            tp as f64 / all as f64
+        }
+    }
+
+    pub fn recall(&self) -> f64 {
+        ratio(
+            self.n(Label::Contradiction, "contradiction"),
+            self.row(Label::Contradiction),
+        )
+    }
+
+    /// Labelled contradictions with any finding.
+    pub fn reach(&self) -> f64 {
+        ratio(
+            self.row(Label::Contradiction) - self.n(Label::Contradiction, "nothing"),
+            self.row(Label::Contradiction),
+        )
+    }
+
+    /// Same-subject pairs (any label but `unrelated`) with any finding.
+    pub fn same_subject_recall(&self) -> f64 {
+        let labels = [
+            Label::Contradiction,
+            Label::Compatible,
+            Label::DifferentScope,
+        ];
+        let all: usize = labels.iter().map(|l| self.row(*l)).sum();
+        let found: usize = labels
+            .iter()
+            .map(|l| self.row(*l) - self.n(*l, "nothing"))
+            .sum();
+        ratio(found, all)
+    }
+
+    /// Findings of any kind per 100 unrelated pairs (in-topic and cross-topic).
+    pub fn unrelated_findings_per_100(&self) -> f64 {
+        let all = self.row(Label::Unrelated);
+        let found = all - self.n(Label::Unrelated, "nothing");
+        100.0 * ratio(found, all)
+    }
+
+    pub fn summary(&self, name: &str) -> String {
+        let mut s = format!(
+            "{name}: {} pairs ({} labelled in-topic, {} cross-topic); labels {}\n\
+             \x20 contradiction precision {:.3}  recall {:.3}  reach (contradiction or related) {:.3}\n\
+             \x20 same-subject recall {:.3}  findings per 100 unrelated pairs {:.2}\n",
+            self.pairs,
+            self.pairs - self.cross_topic,
+            self.cross_topic,
+            self.labelled
+                .iter()
+                .map(|(l, n)| format!("{} {n}", l.name()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.precision(),
+            self.recall(),
+            self.reach(),
+            self.same_subject_recall(),
+            self.unrelated_findings_per_100(),
+        );
+        s.push_str("  confusion (rows: label; columns: contradiction / related / nothing):\n");
+        for l in [
+            Label::Contradiction,
+            Label::Compatible,
+            Label::DifferentScope,
+            Label::Unrelated,
+        ] {
+            s.push_str(&format!(
+                "    {:<16} {:>5} {:>5} {:>6}\n",
+                l.name(),
+                self.n(l, "contradiction"),
+                self.n(l, "related"),
+                self.n(l, "nothing")
+            ));
+        }
+        s.push_str("  contradictions by language of the private side (found / reached / all): ");
+        let langs: Vec<String> = self
+            .by_lang
+            .iter()
+            .map(|(l, (n, f, r))| format!("{l} {f}/{r}/{n}"))
+            .collect();
+        s.push_str(&langs.join(", "));
+        s.push('\n');
+        s
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 { 1.0 } else { a as f64 / b as f64 }
+}
+
+/// The directory of a set shipped with the tests (`dev`, `heldout`).
+pub fn set_dir(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("feedback-eval")
+        .join(name)
+}
