@@ -3,6 +3,7 @@
 
 use unicode_normalization::UnicodeNormalization;
 
+use super::glossary::Glossary;
 use super::lexicon::{
     CONDITION_WORDS, CONTEXT_LABELS, Cue, Dir, IMPERATIVE_VERBS, Lexicon, N_SCOPE_DIMS,
     PLACE_WORDS, Pol, SCOPES,
@@ -26,6 +27,8 @@ pub(crate) const W_IDENT: u32 = 8;
 pub(crate) const W_WORD: u32 = 4;
 pub(crate) const W_GENERIC: u32 = 2;
 pub(crate) const W_CJK: u32 = 3;
+/// An acronym or product name ("LGPL", "GitHub").
+pub(crate) const W_NAME: u32 = 6;
 const W_CJK_GENERIC: u32 = 1;
 
 /// Which scope values (a bit per value) a directive names, per dimension.
@@ -129,6 +132,15 @@ pub(crate) struct Analysis {
     pub term_stances: Vec<TermStance>,
     /// Sorted by concept.
     pub choice_stances: Vec<ChoiceStance>,
+    /// The headline: the rule's first sentence ends at `.0`, the description starts at `.1`.
+    pub headline: (usize, usize),
+}
+
+impl Analysis {
+    /// Whether a byte offset of `text` is in the headline (first sentence or description).
+    pub(crate) fn in_headline(&self, at: usize) -> bool {
+        at < self.headline.0 || at >= self.headline.1
+    }
 }
 
 /// Reads a memory; `None` unless it is a `type: feedback` memory that parses.
@@ -437,6 +449,7 @@ fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
 /// Words, code identifiers and CJK pairs of one clause, minus stop words and cue words.
 fn tokenize(
     lex: &Lexicon,
+    text: &str,
     lower: &str,
     (s, e): (usize, usize),
     cue_spans: &[(usize, usize)],
@@ -475,6 +488,10 @@ fn tokenize(
             let run_start = k;
             while at(k).is_some_and(is_cjk) {
                 k += 1;
+            }
+            let (rs, re) = (pos(run_start), pos(k));
+            for (off, len, key) in Glossary::get().in_run(&lower[rs..re]) {
+                push_key(&mut toks, key, rs + off, rs + off + len, true);
             }
             for j in run_start..k.saturating_sub(1) {
                 let (a, b) = (pos(j), pos(j + 2));
@@ -555,16 +572,83 @@ fn tokenize(
                 word: None,
             });
         }
+        let original = text.get(a..w_end).unwrap_or("");
+        if matches!(original, "IT" | "ITs") {
+            push_key(&mut toks, "integration-test", a, w_end, false);
+            continue;
+        }
+        let whole_key = Glossary::get().key(w, &stem(w));
+        if let Some(key) = whole_key.filter(|_| w.contains('-')) {
+            push_key(&mut toks, key, a, w_end, false);
+            continue;
+        }
         for part in w.split(|ch: char| !(ch.is_alphanumeric() || ch == '\'')) {
             let part = part.trim_matches('\'');
-            if let Some(t) = plain_word(lex, part, a, w_end) {
+            if let Some(mut t) = plain_word(lex, part, a, w_end) {
+                if part.chars().any(is_hangul) {
+                    if let Some(key) = Glossary::get().hangul_key(part) {
+                        t.key = key.to_owned();
+                    }
+                } else if let Some(key) = Glossary::get().key(part, &t.key) {
+                    t.key = key.to_owned();
+                    t.weight = if lex.is_generic(key) {
+                        W_GENERIC
+                    } else {
+                        W_WORD
+                    };
+                } else if t.weight == W_WORD && is_acronym(original, part) {
+                    // "LGPL", "OLTP", "GitHub": a name, not an ordinary word.
+                    t.weight = W_NAME;
+                }
+                let broader = Glossary::get().broader(&t.key);
                 toks.push(t);
+                if let Some(b) = broader {
+                    push_key(&mut toks, b, a, w_end, false);
+                }
             }
         }
     }
     merge_compounds(&mut toks, lower);
     toks.truncate(MAX_TOKENS_PER_CLAUSE);
     toks
+}
+
+/// A glossary key as a token of its own (an ordinary word's weight, or less if it is common).
+fn push_key(toks: &mut Vec<Tok>, key: &str, start: usize, end: usize, cjk: bool) {
+    let lex = Lexicon::get();
+    let weight = if lex.is_generic(key) {
+        W_GENERIC
+    } else {
+        W_WORD
+    };
+    toks.push(Tok {
+        start,
+        end,
+        key: key.to_owned(),
+        weight,
+        cjk,
+        word: None,
+    });
+}
+
+/// Whether `part` is written as an acronym or a product name in `original` (all capitals, or a
+/// capital after a lower-case letter: "LGPL", "GitHub"), not at the mercy of sentence case.
+fn is_acronym(original: &str, part: &str) -> bool {
+    let Some(at) = original.to_lowercase().find(part) else {
+        return false;
+    };
+    let Some(o) = original.get(at..at + part.len()) else {
+        return false;
+    };
+    let letters: Vec<char> = o.chars().filter(|c| c.is_alphabetic()).collect();
+    if letters.len() < 2 || !letters.iter().all(char::is_ascii) {
+        return false;
+    }
+    let upper = letters.iter().filter(|c| c.is_uppercase()).count();
+    upper == letters.len()
+        || letters
+            .windows(2)
+            .any(|w| w[0].is_lowercase() && w[1].is_uppercase())
 }
 
 /// One word for a compound and its abbreviation: "pull request(s)", "merge request(s)", "PRs"
@@ -973,7 +1057,7 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
             .filter(|&(a, b, _)| !code_spans.iter().any(|&sp| overlaps(sp, (a, b))))
             .collect();
         let cue_spans: Vec<(usize, usize)> = cues.iter().map(|&(a, b, _)| (a, b)).collect();
-        let toks = tokenize(lex, &lower, (s, e), &cue_spans, &code_spans);
+        let toks = tokenize(lex, &text, &lower, (s, e), &cue_spans, &code_spans);
         let clause_anchors: Vec<Anchor> =
             anchors.iter().copied().filter(|a| a.clause == ci).collect();
 
@@ -1197,13 +1281,25 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
     }
     term_stances.sort_by_key(|s| s.term);
     choice_stances.sort_by_key(|s| (s.concept, s.choice));
+    let headline = headline_end(&text, *desc_start);
     Analysis {
         text,
         terms,
         concepts,
         term_stances,
         choice_stances,
+        headline: (headline, *desc_start),
     }
+}
+
+/// End of the rule's first sentence (the memory's headline, with its description).
+fn headline_end(text: &str, desc_start: usize) -> usize {
+    let rule = text.get(..desc_start).unwrap_or("");
+    [". ", ".\n", "。", "! ", "? ", "\n", "；", "; "]
+        .iter()
+        .filter_map(|p| rule.find(p).map(|i| i + p.len()))
+        .min()
+        .unwrap_or(desc_start)
 }
 
 /// A quotable range: no surrounding spaces or punctuation, at most ~12 words.

@@ -662,6 +662,21 @@ const GENERIC_WORDS: &[&str] = &[
     "react", "node", "nodejs",
 ];
 
+/// Subject terms (as keys: stemmed, glossary-normalised) that at least 5 of the 57 topics of the
+/// development evaluation set use (`memsync-feedback-eval --terms dev`): the everyday words of
+/// software work, which name no subject by themselves ("pr", "merge", "production", "customer").
+/// Half weight, like [`GENERIC_WORDS`].
+#[rustfmt::skip]
+const COMMON_TERMS: &[&str] = &[
+    "add", "api", "app", "backend", "build", "call", "chang", "ci", "client", "cod", "commit",
+    "configuration", "customer", "deploy", "directory", "docker", "documentation", "environment",
+    "fail", "featur", "fil", "fix", "format", "generat", "git", "go", "id", "internal", "key",
+    "lin", "list", "local", "main", "merg", "message", "modul", "mov", "nam", "order", "packag",
+    "path", "pr", "production", "python", "read", "release", "report", "repository", "review",
+    "run", "servic", "src", "start", "stay", "test", "tim", "tru", "typ", "typescript", "ui",
+    "user", "version", "web", "work", "writ", "written",
+];
+
 /// CJK character pairs that are too common to name a subject.
 #[rustfmt::skip]
 const CJK_GENERIC: &[&str] = &[
@@ -1704,9 +1719,66 @@ pub(crate) const SCOPES: &[ScopeDim] = &[
             ("branch names", r"\bbranch names?\b"),
         ],
     },
+    // Which deployment environment.
+    ScopeDim {
+        values: &[
+            (
+                "production",
+                r"\bproduction\b|\bprod\b|\blive (?:site|system|environment)\b|\bproduktion\w*|\bproducci[oó]n\b|\bprodu[çc][ãa]o\b|\bproduzione\b|本番|生产环境|生產環境|운영 환경|프로덕션",
+            ),
+            (
+                "staging",
+                r"\bstaging\b|\bpre-?prod\w*|\bqa environment\b|ステージング|预发|스테이징",
+            ),
+            (
+                "development",
+                r"\bdev(?:elopment)? (?:environment|env|server|container|stack|setup|mode)\b|\bdevcontainer\b|\.devcontainer\b|\bapp_env=dev\b|\blocal(?:ly| dev\w*| development)\b|\bentorno de desarrollo\b|\bcontenedor de desarrollo\b|\bentwicklungsumgebung\b|開発環境|开发环境|本地|개발 환경",
+            ),
+        ],
+    },
+    // Who calls the interface.
+    ScopeDim {
+        values: &[
+            (
+                "public API",
+                r"\bpublic (?:api|endpoints?|interfaces?)\b|\bexternal (?:api|endpoints?)\b|\bcustomer-facing\b|\bthird-party clients\b|/v\d+/|对外接口|公開api|외부 api",
+            ),
+            (
+                "internal endpoints",
+                r"\binternal (?:api|endpoints?|services?|tools?)\b|/internal\b|/admin\b|\badmin (?:endpoints?|api|reports?|grid)\b|内部接口|内部api|내부 api",
+            ),
+        ],
+    },
+    // Applications or published libraries.
+    ScopeDim {
+        values: &[
+            (
+                "applications",
+                r"\bapplications\b|\bapps/|\bthe apps\b|\bservices/|\bdeployed services\b",
+            ),
+            (
+                "libraries",
+                r"\blibraries we publish\b|\bpublished (?:librar\w+|packages?)\b|\bpackages/|\blibrar(?:y|ies) (?:code|crates?|packages?)\b",
+            ),
+        ],
+    },
+    // Kind of branch.
+    ScopeDim {
+        values: &[
+            (
+                "feature branches",
+                r"\bfeature[/ -](?:branch\w*|work|prs?)\b|\bfeature/|\bfeat/|\bpr de fonctionnalit\w+|\bfunktionsbranch\w*",
+            ),
+            (
+                "release branches",
+                r"\brelease[/ -]branch\w*|\brelease/|\brelease-\*",
+            ),
+            ("hotfix branches", r"\bhotfix(?:es)?\b|\bhotfix/"),
+        ],
+    },
 ];
 
-pub(crate) const N_SCOPE_DIMS: usize = 8;
+pub(crate) const N_SCOPE_DIMS: usize = 12;
 
 /// The compiled tables.
 pub(crate) struct Lexicon {
@@ -1784,6 +1856,7 @@ impl Lexicon {
         let generic: HashSet<String> = GENERIC_WORDS
             .iter()
             .flat_map(|w| [(*w).to_owned(), stem(w)])
+            .chain(COMMON_TERMS.iter().map(|w| (*w).to_owned()))
             .collect();
 
         let mut set_patterns = Vec::new();

@@ -82,6 +82,7 @@
 //! it and lists every case it gets wrong, with the reason.
 
 mod analyze;
+mod glossary;
 mod lexicon;
 #[cfg(test)]
 mod tests;
@@ -161,6 +162,8 @@ const DIM_TEST_KIND: usize = 3;
 /// An opposition found between two memories.
 struct Opposition {
     subject: String,
+    /// The lexicon concept opposed (choice oppositions), else `usize::MAX`.
+    concept: usize,
     scope_a: Scope,
     scope_b: Scope,
     snip_a: (usize, usize),
@@ -175,7 +178,37 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String)> {
     }
     let (c_same, c_apart) = choice_opposition(a, b);
     let (t_same, t_apart) = term_opposition(a, b);
-    if let Some(o) = c_same.or(t_same) {
+    // A pick of a lexicon concept is a contradiction only when the two share more than the
+    // concept itself: "`pnpm format`" and "`npm test -- -u`" both name a package manager, and
+    // are about formatting and snapshots.
+    let beyond_concepts = shared_weight
+        .saturating_sub(W_CONCEPT * u32::try_from(shared_concepts.len()).unwrap_or(u32::MAX));
+    let headline_concept = |x: &Analysis, c: usize| {
+        x.choice_stances
+            .iter()
+            .any(|s| s.concept == c && x.in_headline(s.snip.0))
+    };
+    let c_same = c_same.filter(|o| {
+        beyond_concepts >= analyze::W_WORD
+            || (headline_concept(a, o.concept) && headline_concept(b, o.concept))
+    });
+    let (same, places) = match c_same.or(t_same) {
+        Some(o) => match separate_places(a, b) {
+            Some(places) => (None, Some((o, places))),
+            None => (Some(o), None),
+        },
+        None => (None, None),
+    };
+    if let Some((o, (pa, pb))) = places {
+        let reason = format!(
+            "both about {}, for different places (`{pa}` vs `{pb}`); \"{}\" vs \"{}\"",
+            o.subject,
+            quote(&a.text, o.snip_a),
+            quote(&b.text, o.snip_b)
+        );
+        return Some((Kind::Related, reason));
+    }
+    if let Some(o) = same {
         let scope = scope_note(&o.scope_a.intersection(&o.scope_b));
         let reason = format!(
             "both about {}{}; \"{}\" vs \"{}\"",
@@ -210,6 +243,56 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String)> {
         return Some((Kind::Related, reason));
     }
     None
+}
+
+/// The directories a directive names (`app/api/`, `jobs/sql/*.sql` → `jobs/sql`,
+/// `hotfix/2.14.1` → `hotfix`), as path components.
+fn places(x: &Analysis) -> Vec<Vec<&str>> {
+    let mut out: Vec<Vec<&str>> = Vec::new();
+    for t in &x.terms {
+        let k = t.key.trim_matches('`');
+        if !k.contains('/') || k.contains("://") || k.starts_with('/') && k.len() < 3 {
+            continue;
+        }
+        let mut parts: Vec<&str> = k.split('/').filter(|p| !p.is_empty()).collect();
+        // A final component that is a file, a glob or a placeholder is not a directory.
+        if !k.ends_with('/')
+            && parts.last().is_some_and(|l| {
+                l.contains(['.', '*', '<', '{']) || l.chars().any(|c| c.is_ascii_digit())
+            })
+        {
+            parts.pop();
+        }
+        if parts.iter().any(|p| p.contains(['*', '<', '{'])) {
+            parts.truncate(
+                parts
+                    .iter()
+                    .position(|p| p.contains(['*', '<', '{']))
+                    .unwrap_or(0),
+            );
+        }
+        if !parts.is_empty() && !out.contains(&parts) {
+            out.push(parts);
+        }
+    }
+    out
+}
+
+/// Two directives that name directories, none of one inside (or above) one of the other, apply
+/// to different places: the first directory of each.
+fn separate_places(a: &Analysis, b: &Analysis) -> Option<(String, String)> {
+    let (pa, pb) = (places(a), places(b));
+    if pa.is_empty() || pb.is_empty() {
+        return None;
+    }
+    let nested = |x: &[&str], y: &[&str]| x.iter().zip(y).all(|(p, q)| p == q);
+    if pa.iter().any(|x| pb.iter().any(|y| nested(x, y))) {
+        return None;
+    }
+    Some((
+        format!("{}/", pa[0].join("/")),
+        format!("{}/", pb[0].join("/")),
+    ))
 }
 
 /// Weight of the shared subject, the shared concepts and the shared terms (indices into
@@ -274,6 +357,7 @@ fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<
             let weight = W_CONCEPT + u32::from(sa.choice != sb.choice);
             let o = Opposition {
                 subject: concept_label(sa.concept).to_owned(),
+                concept: sa.concept,
                 scope_a: sa.scope,
                 scope_b: sb.scope,
                 snip_a: sa.snip,
@@ -383,6 +467,7 @@ fn term_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<Op
         });
         Some(Opposition {
             subject: term_names(a, &terms, 3).join(", "),
+            concept: usize::MAX,
             scope_a: sa.scope,
             scope_b: sb.scope,
             snip_a: sa.snip,
@@ -512,4 +597,23 @@ pub fn explain(text: &str) -> String {
         .collect();
     out.push_str(&format!("topic terms: {neutral:?}\n"));
     out
+}
+
+#[doc(hidden)]
+/// The subject terms of a memory's directive with their weights (for building and checking the
+/// common-word list: `memsync-feedback-eval --terms`).
+pub fn terms(text: &str) -> Vec<(String, u32)> {
+    analyze(text)
+        .map(|x| x.terms.into_iter().map(|t| (t.key, t.weight)).collect())
+        .unwrap_or_default()
+}
+
+#[doc(hidden)]
+/// Subject figures of a pair, for tuning (`memsync-feedback-eval --stats`): the shared weight,
+/// each side's total term weight, and the detector's verdict.
+pub fn pair_stats(a: &str, b: &str) -> Option<(u32, u32, u32, Option<Kind>)> {
+    let (xa, xb) = (analyze(a)?, analyze(b)?);
+    let (w, _, _) = shared_subject(&xa, &xb);
+    let total = |x: &Analysis| x.terms.iter().map(|t| t.weight).sum::<u32>();
+    Some((w, total(&xa), total(&xb), judge(&xa, &xb).map(|(k, _)| k)))
 }

@@ -84,6 +84,14 @@ fn kind_of(f: Option<&feedback::Finding>) -> &'static str {
     }
 }
 
+fn kind_of_kind(k: Option<feedback::Kind>) -> &'static str {
+    match k {
+        Some(feedback::Kind::Contradiction) => "contradiction",
+        Some(feedback::Kind::Related) => "related",
+        None => "nothing",
+    }
+}
+
 fn score_set(which: &str, misses: bool) {
     let dir = match which {
         "dev" | "heldout" => feedback_eval::set_dir(which),
@@ -154,6 +162,49 @@ fn score_set(which: &str, misses: bool) {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--terms") {
+        // Document frequency of subject terms over the topics of a set: how many topics use a
+        // term (a term many topics use names no subject).
+        let which = args.get(i + 1).map(String::as_str).unwrap_or("dev");
+        let set = EvalSet::load(&feedback_eval::set_dir(which)).expect("set");
+        let mut df: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+            Default::default();
+        for m in set.private.iter().chain(&set.team) {
+            let topic = m.path.split('/').next().unwrap_or("").to_owned();
+            for (k, w) in feedback::terms(&m.text) {
+                df.entry(format!("{k}\t{w}"))
+                    .or_default()
+                    .insert(topic.clone());
+            }
+        }
+        let mut rows: Vec<(usize, String)> = df.into_iter().map(|(k, t)| (t.len(), k)).collect();
+        rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (n, k) in rows.iter().filter(|(n, _)| *n >= 3) {
+            println!("{n}\t{k}");
+        }
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--stats") {
+        let which = args.get(i + 1).map(String::as_str).unwrap_or("dev");
+        let set = EvalSet::load(&feedback_eval::set_dir(which)).expect("set");
+        for p in &set.private {
+            for t in &set.team {
+                let label = set.label(&p.path, &t.path);
+                if let Some((w, ta, tb, k)) = feedback::pair_stats(&p.text, &t.text)
+                    && w > 0
+                {
+                    println!(
+                        "{}\t{w}\t{ta}\t{tb}\t{}\t{} x {}",
+                        label.name(),
+                        kind_of_kind(k),
+                        p.path,
+                        t.path
+                    );
+                }
+            }
+        }
+        return;
+    }
     if let Some(i) = args.iter().position(|a| a == "--set") {
         let which = args.get(i + 1).map(String::as_str).unwrap_or("dev");
         score_set(which, args.iter().any(|a| a == "--misses"));
