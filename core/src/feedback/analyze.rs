@@ -28,7 +28,7 @@ pub(crate) const W_WORD: u32 = 4;
 pub(crate) const W_GENERIC: u32 = 2;
 pub(crate) const W_CJK: u32 = 3;
 /// An acronym or product name ("LGPL", "GitHub").
-pub(crate) const W_NAME: u32 = 6;
+pub(crate) const W_NAME: u32 = 5;
 const W_CJK_GENERIC: u32 = 1;
 
 /// Which scope values (a bit per value) a directive names, per dimension.
@@ -132,6 +132,8 @@ pub(crate) struct Analysis {
     pub term_stances: Vec<TermStance>,
     /// Sorted by concept.
     pub choice_stances: Vec<ChoiceStance>,
+    /// Pairs of adjacent subject words ("pr titl", "hint typ"), in either order, sorted.
+    pub phrases: Vec<String>,
     /// The headline: the rule's first sentence ends at `.0`, the description starts at `.1`.
     pub headline: (usize, usize),
 }
@@ -464,11 +466,17 @@ fn tokenize(
             .collect::<Vec<_>>()
             .join(" ");
         if key.chars().count() >= 2 && key.len() <= MAX_BACKTICK_SPAN {
+            // `main` in backticks is still the everyday word.
+            let weight = if key.chars().all(char::is_alphabetic) && lex.is_generic(&stem(&key)) {
+                W_GENERIC
+            } else {
+                W_IDENT
+            };
             toks.push(Tok {
                 start: cs,
                 end: ce,
                 key,
-                weight: W_IDENT,
+                weight,
                 cjk: false,
                 word: None,
             });
@@ -491,7 +499,8 @@ fn tokenize(
             }
             let (rs, re) = (pos(run_start), pos(k));
             for (off, len, key) in Glossary::get().in_run(&lower[rs..re]) {
-                push_key(&mut toks, key, rs + off, rs + off + len, true);
+                // Named as the key ("database"), not joined into the CJK words of reasons.
+                push_key(&mut toks, key, rs + off, rs + off + len, false);
             }
             for j in run_start..k.saturating_sub(1) {
                 let (a, b) = (pos(j), pos(j + 2));
@@ -582,9 +591,15 @@ fn tokenize(
             push_key(&mut toks, key, a, w_end, false);
             continue;
         }
+        // The parts of a hyphenated word ("third-party") weigh one word together.
+        let compound =
+            !ident && w.contains('-') && w.split('-').filter(|p| !p.is_empty()).count() > 1;
         for part in w.split(|ch: char| !(ch.is_alphanumeric() || ch == '\'')) {
             let part = part.trim_matches('\'');
             if let Some(mut t) = plain_word(lex, part, a, w_end) {
+                if compound {
+                    t.weight = (t.weight / 2).max(1);
+                }
                 if part.chars().any(is_hangul) {
                     if let Some(key) = Glossary::get().hangul_key(part) {
                         t.key = key.to_owned();
@@ -1047,6 +1062,7 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
     }
 
     let mut outs = Vec::with_capacity(clauses.len());
+    let mut phrases: Vec<String> = Vec::new();
     let mut note_scope = Scope::default();
     for (ci, &(s, e)) in clauses.iter().enumerate() {
         let code_spans = backtick_spans(&lower, s, e);
@@ -1058,6 +1074,7 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
             .collect();
         let cue_spans: Vec<(usize, usize)> = cues.iter().map(|&(a, b, _)| (a, b)).collect();
         let toks = tokenize(lex, &text, &lower, (s, e), &cue_spans, &code_spans);
+        phrases.extend(phrases_of(&toks));
         let clause_anchors: Vec<Anchor> =
             anchors.iter().copied().filter(|a| a.clause == ci).collect();
 
@@ -1282,7 +1299,10 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
     term_stances.sort_by_key(|s| s.term);
     choice_stances.sort_by_key(|s| (s.concept, s.choice));
     let headline = headline_end(&text, *desc_start);
+    phrases.sort();
+    phrases.dedup();
     Analysis {
+        phrases,
         text,
         terms,
         concepts,
@@ -1290,6 +1310,26 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
         choice_stances,
         headline: (headline, *desc_start),
     }
+}
+
+/// Adjacent word pairs of a clause (no CJK pairs, which are phrases already), the two keys in
+/// sorted order so "PR title" and "title of the PR" are one phrase.
+fn phrases_of(toks: &[Tok]) -> Vec<String> {
+    let words: Vec<&Tok> = toks
+        .iter()
+        .filter(|t| !t.cjk && t.weight < W_IDENT)
+        .collect();
+    let mut out = Vec::new();
+    for w in words.windows(2) {
+        let (x, y) = (&w[0], &w[1]);
+        // Adjacent: nothing but a stop word or two between them.
+        if y.start < x.end || y.start - x.end > 12 || x.key == y.key {
+            continue;
+        }
+        let (p, q) = if x.key <= y.key { (x, y) } else { (y, x) };
+        out.push(format!("{} {}", p.key, q.key));
+    }
+    out
 }
 
 /// End of the rule's first sentence (the memory's headline, with its description).

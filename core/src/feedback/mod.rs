@@ -164,6 +164,8 @@ struct Opposition {
     subject: String,
     /// The lexicon concept opposed (choice oppositions), else `usize::MAX`.
     concept: usize,
+    /// Two different choices of the concept (not one choice, done and not done).
+    two_picks: bool,
     scope_a: Scope,
     scope_b: Scope,
     snip_a: (usize, usize),
@@ -188,9 +190,18 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String)> {
             .iter()
             .any(|s| s.concept == c && x.in_headline(s.snip.0))
     };
+    // Two different picks (tabs vs spaces) may stand alone when the concept heads both
+    // memories (first sentence or description); "Docker" vs "without Docker" says no more than
+    // the word, and stands alone only when both descriptions name the concept.
+    let described = |x: &Analysis, c: usize| {
+        x.choice_stances
+            .iter()
+            .any(|s| s.concept == c && s.snip.0 >= x.headline.1)
+    };
     let c_same = c_same.filter(|o| {
         beyond_concepts >= analyze::W_WORD
-            || (headline_concept(a, o.concept) && headline_concept(b, o.concept))
+            || (o.two_picks && headline_concept(a, o.concept) && headline_concept(b, o.concept))
+            || (described(a, o.concept) && described(b, o.concept))
     });
     let (same, places) = match c_same.or(t_same) {
         Some(o) => match separate_places(a, b) {
@@ -232,6 +243,17 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String)> {
         );
         return Some((Kind::Related, reason));
     }
+    if let Some((qa, qb)) = quantity_opposition(a, b, shared_weight)
+        && separate_places(a, b).is_none()
+    {
+        let reason = format!(
+            "both about {}; different amounts: \"{}\" vs \"{}\"",
+            qa.unit_label(),
+            quote(&a.text, qa.snip),
+            quote(&b.text, qb.snip)
+        );
+        return Some((Kind::Contradiction, reason));
+    }
     if shared_weight >= RELATED_MIN {
         let mut names: Vec<String> = shared_concepts
             .iter()
@@ -241,6 +263,182 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String)> {
         names.extend(term_names(a, &shared_terms, 3));
         let reason = format!("both about {}; no opposing directives", names.join(", "));
         return Some((Kind::Related, reason));
+    }
+    None
+}
+
+/// An amount a directive states: a number and the word it counts ("120 columns", "6 months",
+/// "two approvals").
+#[derive(Debug, Clone)]
+struct Quantity {
+    value: f64,
+    unit: String,
+    snip: (usize, usize),
+}
+
+impl Quantity {
+    fn unit_label(&self) -> String {
+        self.unit.clone()
+    }
+}
+
+const NUMBER_WORDS: &[(&str, f64)] = &[
+    ("one", 1.0),
+    ("two", 2.0),
+    ("three", 3.0),
+    ("four", 4.0),
+    ("five", 5.0),
+    ("six", 6.0),
+    ("ten", 10.0),
+    ("single", 1.0),
+    ("once", 1.0),
+    ("twice", 2.0),
+    ("ein", 1.0),
+    ("eine", 1.0),
+    ("einen", 1.0),
+    ("zwei", 2.0),
+    ("drei", 3.0),
+    ("un", 1.0),
+    ("une", 1.0),
+    ("deux", 2.0),
+    ("trois", 3.0),
+    ("uno", 1.0),
+    ("una", 1.0),
+    ("dos", 2.0),
+    ("tres", 3.0),
+    ("um", 1.0),
+    ("uma", 1.0),
+    ("dois", 2.0),
+    ("duas", 2.0),
+];
+
+/// Units that count time, so "6 months" and "3 月" compare.
+fn unit_key(word: &str) -> Option<String> {
+    let w = analyze::stem(word);
+    let w = match w.as_str() {
+        "minut" | "min" | "mins" | "分" | "分钟" | "분" => "minute",
+        "hour" | "hr" | "hrs" | "h" | "時間" | "小时" | "시간" | "stund" | "heur" => "hour",
+        "day" | "日" | "天" | "일" | "tag" | "jour" | "día" | "dia" => "day",
+        "week" | "週" | "周" | "주" | "woch" | "semain" | "semana" => "week",
+        "month" | "个月" | "ヶ月" | "か月" | "개월" | "monat" | "moi" | "mes" | "mese" => {
+            "month"
+        }
+        "%" | "percent" | "prozent" | "pourcent" | "por" => "percent",
+        "column" | "char" | "character" | "col" => "columns",
+        "approval" | "approv" | "reviewer" | "review" => "approvals",
+        _ => return None,
+    };
+    Some(w.to_owned())
+}
+
+/// Amounts in a directive, with the unit they count (time units, percentages, columns,
+/// approvals: the quantities rules set).
+fn quantities(x: &Analysis) -> Vec<Quantity> {
+    let lower = analyze::lower_same_len(&x.text);
+    let mut out = Vec::new();
+    let bytes: Vec<(usize, char)> = lower.char_indices().collect();
+    let mut i = 0;
+    while i < bytes.len() && out.len() < 16 {
+        let (start, c) = bytes[i];
+        let mut value = None;
+        let mut j = i;
+        if c.is_ascii_digit() && (i == 0 || !bytes[i - 1].1.is_alphanumeric()) {
+            while j < bytes.len() && (bytes[j].1.is_ascii_digit() || bytes[j].1 == '.') {
+                j += 1;
+            }
+            let end = bytes.get(j).map_or(lower.len(), |b| b.0);
+            value = lower[start..end].trim_end_matches('.').parse::<f64>().ok();
+        } else if c.is_alphabetic() && (i == 0 || !bytes[i - 1].1.is_alphanumeric()) {
+            while j < bytes.len() && bytes[j].1.is_alphabetic() && !analyze::is_cjk(bytes[j].1) {
+                j += 1;
+            }
+            let end = bytes.get(j).map_or(lower.len(), |b| b.0);
+            value = NUMBER_WORDS
+                .iter()
+                .find(|(w, _)| *w == &lower[start..end])
+                .map(|&(_, v)| v);
+        }
+        let Some(v) = value else {
+            i += 1;
+            continue;
+        };
+        // The unit: the next word (skipping a space or hyphen), or the CJK characters after it.
+        let mut k = j;
+        while k < bytes.len() && matches!(bytes[k].1, ' ' | '-' | '\u{a0}') {
+            k += 1;
+        }
+        let us = bytes.get(k).map_or(lower.len(), |b| b.0);
+        let mut ue = k;
+        if bytes.get(k).is_some_and(|b| b.1 == '%') {
+            ue = k + 1;
+        } else if bytes
+            .get(k)
+            .is_some_and(|b| analyze::is_cjk(b.1) || b.1 == 'ヶ' || b.1 == 'か')
+        {
+            ue = (k + 2).min(bytes.len());
+        } else {
+            while ue < bytes.len() && bytes[ue].1.is_alphabetic() && !analyze::is_cjk(bytes[ue].1) {
+                ue += 1;
+            }
+        }
+        let uend = bytes.get(ue).map_or(lower.len(), |b| b.0);
+        let unit_raw = &lower[us..uend];
+        let unit = unit_key(unit_raw).or_else(|| {
+            unit_raw
+                .chars()
+                .next()
+                .and_then(|c| unit_key(&c.to_string()))
+        });
+        if let Some(unit) = unit {
+            out.push(Quantity {
+                value: v,
+                unit,
+                snip: clause_around(&x.text, start, uend),
+            });
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// The sentence part around a byte range, to quote.
+fn clause_around(text: &str, s: usize, e: usize) -> (usize, usize) {
+    let stops = ['.', ';', '\n', '。', ',', '，', '、', ':', '：'];
+    let a = text[..s]
+        .char_indices()
+        .rev()
+        .find(|(_, c)| stops.contains(c))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let b = text[e..]
+        .find(|c: char| stops.contains(&c))
+        .map_or(text.len(), |i| e + i);
+    (a, b)
+}
+
+/// Two directives that share a strong subject and each set one amount of the same unit, with
+/// different values and no value in common: "keep old versions at least 6 months" vs
+/// "switch them off after 3 months", "two approvals" vs "one approval".
+fn quantity_opposition(a: &Analysis, b: &Analysis, shared: u32) -> Option<(Quantity, Quantity)> {
+    let total = |x: &Analysis| x.terms.iter().map(|t| t.weight).sum::<u32>().max(1);
+    // The subject: at least a tenth of the two directives' weight in common.
+    if 20 * shared < (total(a) + total(b)) || shared < analyze::W_WORD + analyze::W_GENERIC {
+        return None;
+    }
+    let (qa, qb) = (quantities(a), quantities(b));
+    // Each side states one value of the unit (the description may repeat it).
+    let one_value = |q: &[Quantity], unit: &str| -> Option<Quantity> {
+        let mut of_unit = q.iter().filter(|z| z.unit == unit);
+        let first = of_unit.next()?;
+        of_unit
+            .all(|z| (z.value - first.value).abs() < f64::EPSILON)
+            .then(|| first.clone())
+    };
+    for x in &qa {
+        if let (Some(x), Some(y)) = (one_value(&qa, &x.unit), one_value(&qb, &x.unit))
+            && (x.value - y.value).abs() > f64::EPSILON
+        {
+            return Some((x, y));
+        }
     }
     None
 }
@@ -320,6 +518,16 @@ fn shared_subject(a: &Analysis, b: &Analysis) -> (u32, Vec<usize>, Vec<usize>) {
         .filter(|c| b.concepts.binary_search(c).is_ok())
         .collect();
     weight += W_CONCEPT * u32::try_from(concepts.len()).unwrap_or(u32::MAX / W_CONCEPT);
+    // A phrase both use ("PR title", "type hints") says more than its words apart.
+    let phrases = a
+        .phrases
+        .iter()
+        .filter(|p| b.phrases.binary_search(p).is_ok())
+        .count()
+        .min(2);
+    if weight > 0 {
+        weight += analyze::W_WORD * u32::try_from(phrases).unwrap_or(2);
+    }
     terms.sort_by(|&x, &y| {
         a.terms[y]
             .weight
@@ -358,6 +566,7 @@ fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<
             let o = Opposition {
                 subject: concept_label(sa.concept).to_owned(),
                 concept: sa.concept,
+                two_picks: sa.choice != sb.choice,
                 scope_a: sa.scope,
                 scope_b: sb.scope,
                 snip_a: sa.snip,
@@ -468,6 +677,7 @@ fn term_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<Op
         Some(Opposition {
             subject: term_names(a, &terms, 3).join(", "),
             concept: usize::MAX,
+            two_picks: false,
             scope_a: sa.scope,
             scope_b: sb.scope,
             snip_a: sa.snip,

@@ -668,3 +668,38 @@ proptest! {
         prop_assert_eq!(f.iter().map(|x| x.kind).collect::<Vec<_>>(), g.iter().map(|x| x.kind).collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn amounts_are_read_with_their_unit() {
+    let x = analyze(&fb(
+        "Keep old API versions for at least 6 months after the new one ships.",
+    ))
+    .unwrap();
+    let q = quantities(&x);
+    assert_eq!(q.len(), 1, "{q:?}");
+    assert_eq!((q[0].value, q[0].unit.as_str()), (6.0, "month"));
+    let x = analyze(&fb("Every MR needs two approvals before merging.")).unwrap();
+    let q = quantities(&x);
+    assert_eq!(
+        (q[0].value, q[0].unit.as_str()),
+        (2.0, "approvals"),
+        "{q:?}"
+    );
+    let x = analyze(&fb("旧版本至少保留 6 个月。")).unwrap();
+    assert_eq!(quantities(&x)[0].unit, "month");
+}
+
+#[test]
+fn different_amounts_of_one_thing_contradict() {
+    let v = verdict(
+        "Keep old API versions running for at least 6 months after the new version ships.",
+        "Old API versions are switched off 3 months after the new version ships.",
+    );
+    assert_eq!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
+    assert!(v.unwrap().1.contains("different amounts"));
+    let v = verdict(
+        "Keep old API versions running for at least 6 months after the new version ships.",
+        "Keep old API versions running for 6 months after the new version ships, then remove them.",
+    );
+    assert_ne!(v.map(|x| x.0), Some(Kind::Contradiction));
+}
