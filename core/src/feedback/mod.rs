@@ -179,7 +179,16 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String)> {
         return None;
     }
     let (c_same, c_apart) = choice_opposition(a, b);
-    let (t_same, t_apart) = term_opposition(a, b);
+    // Under a strongly shared subject (a fifth of both directives' weight, four words), one opposed word
+    // is enough: "Commit the generated stubs" vs "Generated code is never committed".
+    let total = |x: &Analysis| x.terms.iter().map(|t| t.weight).sum::<u32>().max(1);
+    // Where both name a lexicon concept, its choices decide ("pnpm install" vs "never npm
+    // install" agree), not one flipped word.
+    let strong = 10 * shared_weight >= total(a) + total(b)
+        && shared_weight >= 4 * analyze::W_WORD
+        && shared_concepts.is_empty();
+    let opposed_min = if strong { analyze::W_WORD } else { OPPOSED_MIN };
+    let (t_same, t_apart) = term_opposition(a, b, opposed_min);
     // A pick of a lexicon concept is a contradiction only when the two share more than the
     // concept itself: "`pnpm format`" and "`npm test -- -u`" both name a package manager, and
     // are about formatting and snapshots.
@@ -594,7 +603,11 @@ fn prefers_either(sa: &ChoiceStance, sb: &ChoiceStance) -> bool {
 
 /// Opposed terms, summed per pair of sentences: the heaviest sum in compatible scopes and the
 /// heaviest across different scopes, if they reach [`OPPOSED_MIN`].
-fn term_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<Opposition>) {
+fn term_opposition(
+    a: &Analysis,
+    b: &Analysis,
+    opposed_min: u32,
+) -> (Option<Opposition>, Option<Opposition>) {
     struct Acc {
         clauses: (usize, usize),
         compatible: bool,
@@ -661,7 +674,7 @@ fn term_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<Op
     let pick = |compatible: bool| -> Option<Opposition> {
         let acc = accs
             .iter()
-            .filter(|x| x.compatible == compatible && x.weight >= OPPOSED_MIN)
+            .filter(|x| x.compatible == compatible && x.weight >= opposed_min)
             .fold(None::<&Acc>, |best, x| match best {
                 Some(b) if b.weight >= x.weight => Some(b),
                 _ => Some(x),
