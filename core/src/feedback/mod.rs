@@ -456,6 +456,27 @@ fn quantity_opposition(a: &Analysis, b: &Analysis, shared: u32) -> Option<(Quant
 /// `hotfix/2.14.1` → `hotfix`), as path components.
 fn places(x: &Analysis) -> Vec<Vec<&str>> {
     let mut out: Vec<Vec<&str>> = Vec::new();
+    // Named places: "the `batch` namespace", "cluster `orders`" → namespace/batch.
+    static NAMED: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let named = NAMED.get_or_init(|| {
+        let nouns = "namespace|cluster|bucket|queue|topic|schema|keyspace|account|region|tenant|workspace|environment|project";
+        regex::Regex::new(&format!(
+            r"(?i)`([^`\s]{{1,40}})`\s+({nouns})s?\b|\b({nouns})s?\s+`([^`\s]{{1,40}})`"
+        ))
+        .ok()
+    });
+    if let Some(re) = named {
+        for c in re.captures_iter(&x.text).take(16) {
+            let (name, noun) = match (c.get(1), c.get(2), c.get(3), c.get(4)) {
+                (Some(n), Some(k), _, _) | (_, _, Some(k), Some(n)) => (n.as_str(), k.as_str()),
+                _ => continue,
+            };
+            let place = vec![noun, name];
+            if !out.contains(&place) {
+                out.push(place);
+            }
+        }
+    }
     for t in &x.terms {
         let k = t.key.trim_matches('`');
         if !k.contains('/') || k.contains("://") || k.starts_with('/') && k.len() < 3 {
