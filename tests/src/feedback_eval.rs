@@ -383,3 +383,76 @@ pub fn set_dir(name: &str) -> std::path::PathBuf {
         .join("feedback-eval")
         .join(name)
 }
+
+/// One point of the session-start notice's cost/recall curve.
+#[derive(Debug, Clone)]
+pub struct NoticePoint {
+    /// Related pairs listed per session at most (`None`: all).
+    pub cap: Option<usize>,
+    /// Mean lines per session: one per contradiction, one per listed related pair, one header
+    /// line when any is listed.
+    pub lines: f64,
+    /// Labelled contradictions that reach the session (a contradiction finding or a listed
+    /// related pair), over all labelled contradictions.
+    pub recall: f64,
+}
+
+impl EvalSet {
+    /// Simulates sessions: the private memories are dealt round-robin to users of `per_user`
+    /// memories each (so each user's memories span topics), each user's session compares them
+    /// with every team memory, and the notice lists the contradictions and the `cap` most
+    /// likely related pairs.
+    pub fn notice_curve(
+        &self,
+        findings: &[Finding],
+        per_user: usize,
+        caps: &[Option<usize>],
+    ) -> Vec<NoticePoint> {
+        let users = self.private.len().div_ceil(per_user.max(1)).max(1);
+        let user_of: HashMap<&str, usize> = self
+            .private
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.path.as_str(), i % users))
+            .collect();
+        let mut per: Vec<Vec<&Finding>> = vec![Vec::new(); users];
+        for f in findings {
+            if let Some(&u) = user_of.get(f.a.as_str()) {
+                per[u].push(f);
+            }
+        }
+        let contradictions = self
+            .labels
+            .values()
+            .filter(|(l, _)| *l == Label::Contradiction)
+            .count();
+        caps.iter()
+            .map(|&cap| {
+                let (mut lines, mut reached) = (0usize, 0usize);
+                for fs in &per {
+                    let mut related: Vec<&&Finding> =
+                        fs.iter().filter(|f| f.kind == Kind::Related).collect();
+                    related.sort_by(|x, y| y.likelihood.cmp(&x.likelihood));
+                    related.truncate(cap.unwrap_or(usize::MAX));
+                    let shown = fs
+                        .iter()
+                        .filter(|f| f.kind == Kind::Contradiction)
+                        .chain(related.iter().copied());
+                    let mut n = 0;
+                    for f in shown {
+                        n += 1;
+                        if self.label(&f.a, &f.b) == Label::Contradiction {
+                            reached += 1;
+                        }
+                    }
+                    lines += n + usize::from(!related.is_empty());
+                }
+                NoticePoint {
+                    cap,
+                    lines: lines as f64 / users as f64,
+                    recall: ratio(reached, contradictions),
+                }
+            })
+            .collect()
+    }
+}

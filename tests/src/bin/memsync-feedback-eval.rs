@@ -113,6 +113,36 @@ fn score_set(which: &str, misses: bool) {
         score.summary(&format!("set {} ({} topics)", set.name, set.topics))
     );
     println!("  compared in {:.1} ms", elapsed.as_secs_f64() * 1000.0);
+    let per_user = 10;
+    println!(
+        "  session-start notice, {} users of {per_user} private memories each against all {} team memories:",
+        set.private.len().div_ceil(per_user),
+        set.team.len()
+    );
+    for p in set.notice_curve(
+        &findings,
+        per_user,
+        &[Some(0), Some(3), Some(5), Some(10), Some(20), None],
+    ) {
+        println!(
+            "    related pairs listed at most {:>4}: {:>5.1} lines per session, contradictions reaching the agent {:.3}",
+            p.cap.map_or("all".to_owned(), |c| c.to_string()),
+            p.lines,
+            p.recall
+        );
+    }
+    if std::env::var_os("MEMSYNC_EVAL_DUMP").is_some() {
+        for f in &findings {
+            eprintln!(
+                "{}\t{}\t{}\t{} x {}",
+                set.label(&f.a, &f.b).name(),
+                kind_of(Some(f)),
+                f.likelihood,
+                f.a,
+                f.b
+            );
+        }
+    }
     if !misses {
         return;
     }
