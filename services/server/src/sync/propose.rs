@@ -31,6 +31,7 @@ pub(super) async fn propose(
     (checked, snapshot): (Vec<CheckedChange>, PushSnapshot),
     req: &PushRequest,
     reviewer: &mut Reviewer<'_>,
+    judged: &feedback::Judged,
 ) -> Result<PushResponse, Stop> {
     let project = meta.project;
     let failures = layout_rules(meta, &checked, req.allow_purged, &snapshot);
@@ -61,7 +62,9 @@ pub(super) async fn propose(
         let Some(change) = by_path.get(path.as_str()) else {
             continue;
         };
-        proposed.push(propose_one(&mut *tx, meta, change, &provenance, &mut trail).await?);
+        proposed.push(
+            propose_one(&mut *tx, meta, change, &provenance, judged, &mut trail).await?,
+        );
     }
     let event = AuditEvent {
         team: Some(project.team()),
@@ -115,6 +118,7 @@ async fn propose_one(
     meta: &PushMeta<'_>,
     change: &CheckedChange,
     provenance: &serde_json::Value,
+    judged: &feedback::Judged,
     trail: &mut Trail,
 ) -> ApiResult<Proposed> {
     let project: &ProjectId = meta.project;
@@ -163,7 +167,9 @@ async fn propose_one(
     }
 
     let findings = match change.content.as_deref() {
-        Some(text) => feedback::proposal_findings(&mut *tx, project, path, text).await?,
+        Some(text) => feedback::proposal_findings(&mut *tx, project, path, text)
+            .await?
+            .with(judged),
         None => Vec::new(),
     };
     let findings = serde_json::to_value(findings).map_err(|e| ApiError::Internal(e.into()))?;

@@ -152,6 +152,9 @@ pub async fn push(
         ))
         .await?;
     let keys = BatchKeys::of(&checked);
+    // The model judge, if one is configured, is asked before the transaction: no lock is held
+    // while it thinks (bounded by its deadline).
+    let judged = feedback::prejudge(pool, project, &checked).await?;
 
     // The database work of the push: lock, decide, write, commit.
     let span = tracing::info_span!(
@@ -181,6 +184,7 @@ pub async fn push(
                 (checked, snapshot),
                 &req,
                 &mut reviewer,
+                &judged,
             )
             .await
             .map(|r| (r, false))
@@ -193,6 +197,7 @@ pub async fn push(
                 (checked, snapshot),
                 &req,
                 &mut reviewer,
+                &judged,
             )
             .await
         };
@@ -271,11 +276,14 @@ pub async fn push_in(
     let audit_base = audit_base(meta);
     let checked = screen(pool, limits, meta, &audit_base, req).await?;
     let keys = BatchKeys::of(&checked);
+    // Before the lock, on a connection of its own (the caller's transaction waits, bounded by
+    // the judge's deadline).
+    let judged = feedback::prejudge(pool, meta.project, &checked).await?;
     let locked = lock(tx, meta.project, false).await?;
     let snapshot = keys.snapshot(tx, meta, None).await?;
     let mut reviewer = Reviewer::new(meta.principal, meta.project);
     let batch = (checked, snapshot);
-    match apply(tx, limits, meta, &locked, batch, req, &mut reviewer).await {
+    match apply(tx, limits, meta, &locked, batch, req, &mut reviewer, &judged).await {
         Ok((r, _)) => Ok(r),
         Err(stop) => Err(stop.finish(pool, &audit_base).await),
     }
@@ -349,6 +357,7 @@ async fn apply(
     (checked, snapshot): (Vec<CheckedChange>, PushSnapshot),
     req: &PushRequest,
     reviewer: &mut Reviewer<'_>,
+    judged: &feedback::Judged,
 ) -> Result<(PushResponse, bool), Stop> {
     let failures = layout_rules(meta, &checked, req.allow_purged, &snapshot);
     if !failures.is_empty() {
@@ -369,7 +378,7 @@ async fn apply(
             w.disabled = w.content.is_none();
         }
     }
-    let ready = check(&mut *tx, limits, meta, locked, &checked, plan, req).await?;
+    let ready = check(&mut *tx, limits, meta, locked, &checked, plan, req, judged).await?;
     Ok(commit(&mut *tx, meta, locked, ready, req.provenance.as_ref()).await?)
 }
 
@@ -514,9 +523,10 @@ async fn check(
     checked: &[CheckedChange],
     mut plan: Plan,
     req: &PushRequest,
+    judged: &feedback::Judged,
 ) -> Result<Ready, Stop> {
     let project = meta.project;
-    supersede(&mut *tx, project, checked, &mut plan).await?;
+    supersede(&mut *tx, project, checked, &mut plan, judged).await?;
 
     let deletes = plan.writes.values().filter(|w| w.content.is_none()).count();
     hold_mass_delete(&mut *tx, project, locked, deletes, req.allow_mass_delete).await?;
@@ -584,8 +594,9 @@ async fn supersede(
     project: &ProjectId,
     checked: &[CheckedChange],
     plan: &mut Plan,
+    judged: &feedback::Judged,
 ) -> Result<(), Stop> {
-    match feedback::check(&mut *tx, project, checked).await? {
+    match feedback::check(&mut *tx, project, checked, judged).await? {
         Ok(superseded) => {
             plan.current
                 .extend(memories::current(&mut *tx, project, &superseded).await?);
