@@ -28,10 +28,9 @@ pub(super) async fn propose(
     limits: SyncLimits,
     meta: &PushMeta<'_>,
     locked: &LockedProject,
-    (checked, snapshot): (Vec<CheckedChange>, PushSnapshot),
+    (checked, snapshot, judged): (Vec<CheckedChange>, PushSnapshot, feedback::Judged),
     req: &PushRequest,
     reviewer: &mut Reviewer<'_>,
-    judged: &feedback::Judged,
 ) -> Result<PushResponse, Stop> {
     let project = meta.project;
     let failures = layout_rules(meta, &checked, req.allow_purged, &snapshot);
@@ -63,7 +62,7 @@ pub(super) async fn propose(
             continue;
         };
         proposed.push(
-            propose_one(&mut *tx, meta, change, &provenance, judged, &mut trail).await?,
+            propose_one(&mut *tx, meta, change, &provenance, &judged, &mut trail).await?,
         );
     }
     let event = AuditEvent {

@@ -181,10 +181,9 @@ pub async fn push(
                 limits,
                 &meta,
                 &locked,
-                (checked, snapshot),
+                (checked, snapshot, judged),
                 &req,
                 &mut reviewer,
-                &judged,
             )
             .await
             .map(|r| (r, false))
@@ -194,10 +193,9 @@ pub async fn push(
                 limits,
                 &meta,
                 &locked,
-                (checked, snapshot),
+                (checked, snapshot, judged),
                 &req,
                 &mut reviewer,
-                &judged,
             )
             .await
         };
@@ -282,8 +280,8 @@ pub async fn push_in(
     let locked = lock(tx, meta.project, false).await?;
     let snapshot = keys.snapshot(tx, meta, None).await?;
     let mut reviewer = Reviewer::new(meta.principal, meta.project);
-    let batch = (checked, snapshot);
-    match apply(tx, limits, meta, &locked, batch, req, &mut reviewer, &judged).await {
+    let batch = (checked, snapshot, judged);
+    match apply(tx, limits, meta, &locked, batch, req, &mut reviewer).await {
         Ok((r, _)) => Ok(r),
         Err(stop) => Err(stop.finish(pool, &audit_base).await),
     }
@@ -354,10 +352,9 @@ async fn apply(
     limits: SyncLimits,
     meta: &PushMeta<'_>,
     locked: &memories::LockedProject,
-    (checked, snapshot): (Vec<CheckedChange>, PushSnapshot),
+    (checked, snapshot, judged): (Vec<CheckedChange>, PushSnapshot, feedback::Judged),
     req: &PushRequest,
     reviewer: &mut Reviewer<'_>,
-    judged: &feedback::Judged,
 ) -> Result<(PushResponse, bool), Stop> {
     let failures = layout_rules(meta, &checked, req.allow_purged, &snapshot);
     if !failures.is_empty() {
@@ -378,7 +375,8 @@ async fn apply(
             w.disabled = w.content.is_none();
         }
     }
-    let ready = check(&mut *tx, limits, meta, locked, &checked, plan, req, judged).await?;
+    plan.judged = judged;
+    let ready = check(&mut *tx, limits, meta, locked, &checked, plan, req).await?;
     Ok(commit(&mut *tx, meta, locked, ready, req.provenance.as_ref()).await?)
 }
 
@@ -390,6 +388,8 @@ pub(super) struct Plan {
     pushed_indexes: BTreeMap<String, (Option<Sha256>, Option<String>)>,
     /// The stored state of every path the plan touches.
     current: HashMap<String, Stored>,
+    /// What the model judge said of the batch's feedback pairs before the lock.
+    judged: feedback::Judged,
 }
 
 /// Step 2: each file's decision against the stored state (`decide`); any conflict stops the
@@ -481,6 +481,7 @@ pub(super) async fn plan(
         writes,
         pushed_indexes,
         current,
+        judged: feedback::Judged::default(),
     })
 }
 
@@ -523,10 +524,9 @@ async fn check(
     checked: &[CheckedChange],
     mut plan: Plan,
     req: &PushRequest,
-    judged: &feedback::Judged,
 ) -> Result<Ready, Stop> {
     let project = meta.project;
-    supersede(&mut *tx, project, checked, &mut plan, judged).await?;
+    supersede(&mut *tx, project, checked, &mut plan).await?;
 
     let deletes = plan.writes.values().filter(|w| w.content.is_none()).count();
     hold_mass_delete(&mut *tx, project, locked, deletes, req.allow_mass_delete).await?;
@@ -594,9 +594,8 @@ async fn supersede(
     project: &ProjectId,
     checked: &[CheckedChange],
     plan: &mut Plan,
-    judged: &feedback::Judged,
 ) -> Result<(), Stop> {
-    match feedback::check(&mut *tx, project, checked, judged).await? {
+    match feedback::check(&mut *tx, project, checked, &plan.judged).await? {
         Ok(superseded) => {
             plan.current
                 .extend(memories::current(&mut *tx, project, &superseded).await?);
