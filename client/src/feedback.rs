@@ -85,11 +85,8 @@ pub fn private_vs_team_judged(
             .map(|(_, t)| t.clone())
             .unwrap_or_default()
     };
-    let (judged, note) = judge.judge_blocking(
-        found,
-        |f| (text(private, &f.a), text(team, &f.b)),
-        limit,
-    );
+    let (judged, note) =
+        judge.judge_blocking(found, |f| (text(private, &f.a), text(team, &f.b)), limit);
     (conflicts(private, judged), note)
 }
 

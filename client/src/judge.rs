@@ -107,12 +107,13 @@ pub fn resolve(env: &dyn Env) -> Result<Option<Judge>, JudgeConfigError> {
             .unwrap_or_default(),
         _ => FileJudge::default(),
     };
-    let pick = |var: &str, from_file: Option<String>, key: &str| -> Option<(String, String, String)> {
-        match nonempty(env.var(var)) {
-            Some(v) => Some((v, var.to_owned(), var.to_owned())),
-            None => nonempty(from_file).map(|v| (v, format!("`{key}`"), file_origin.clone())),
-        }
-    };
+    let pick =
+        |var: &str, from_file: Option<String>, key: &str| -> Option<(String, String, String)> {
+            match nonempty(env.var(var)) {
+                Some(v) => Some((v, var.to_owned(), var.to_owned())),
+                None => nonempty(from_file).map(|v| (v, format!("`{key}`"), file_origin.clone())),
+            }
+        };
     let Some((raw_url, url_setting, url_origin)) = pick(ENV_URL, file.url, "url") else {
         return Ok(None);
     };
@@ -326,7 +327,10 @@ impl Judge {
             let permits = permits.clone();
             set.spawn(async move {
                 let asked = async {
-                    let _permit = permits.acquire_owned().await.map_err(|_| Failure::Timeout)?;
+                    let _permit = permits
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| Failure::Timeout)?;
                     ask(&http, api, &endpoint, headers, &body).await
                 };
                 let r = tokio::time::timeout_at(deadline, asked)
@@ -335,8 +339,7 @@ impl Judge {
                 (i, r)
             });
         }
-        let mut out: Vec<Result<Answer, Failure>> =
-            (0..n).map(|_| Err(Failure::Timeout)).collect();
+        let mut out: Vec<Result<Answer, Failure>> = (0..n).map(|_| Err(Failure::Timeout)).collect();
         let _ = tokio::time::timeout_at(deadline + Duration::from_millis(50), async {
             while let Some(joined) = set.join_next().await {
                 if let Ok((i, r)) = joined {
@@ -427,13 +430,19 @@ mod tests {
         )
         .unwrap();
         let j = resolve(&env_of(&[("HOME", &home)])).unwrap().unwrap();
-        assert_eq!((j.url(), j.model()), ("https://llm.example/v1", "file-model"));
+        assert_eq!(
+            (j.url(), j.model()),
+            ("https://llm.example/v1", "file-model")
+        );
         assert_eq!(j.timeout(), Duration::from_millis(800));
         // The environment wins, setting by setting.
         let j = resolve(&env_of(&[("HOME", &home), (ENV_MODEL, "env-model")]))
             .unwrap()
             .unwrap();
-        assert_eq!((j.url(), j.model()), ("https://llm.example/v1", "env-model"));
+        assert_eq!(
+            (j.url(), j.model()),
+            ("https://llm.example/v1", "env-model")
+        );
     }
 
     #[test]
@@ -441,10 +450,34 @@ mod tests {
         let cases: [(&[(&str, &str)], &str); 6] = [
             (&[(ENV_URL, "ftp://x"), (ENV_MODEL, "m")], ENV_URL),
             (&[(ENV_URL, "http://x")], ENV_MODEL),
-            (&[(ENV_URL, "http://x"), (ENV_MODEL, "m"), (ENV_API, "gemini")], ENV_API),
-            (&[(ENV_URL, "http://x"), (ENV_MODEL, "m"), (ENV_TIMEOUT_MS, "soon")], ENV_TIMEOUT_MS),
-            (&[(ENV_URL, "http://x"), (ENV_MODEL, "m"), (ENV_KEY_ENV, "NOPE_UNSET")], "NOPE_UNSET"),
-            (&[(ENV_URL, "http://x"), (ENV_MODEL, "m"), (ENV_KEY_ENV, "sk-live-123")], ENV_KEY_ENV),
+            (
+                &[(ENV_URL, "http://x"), (ENV_MODEL, "m"), (ENV_API, "gemini")],
+                ENV_API,
+            ),
+            (
+                &[
+                    (ENV_URL, "http://x"),
+                    (ENV_MODEL, "m"),
+                    (ENV_TIMEOUT_MS, "soon"),
+                ],
+                ENV_TIMEOUT_MS,
+            ),
+            (
+                &[
+                    (ENV_URL, "http://x"),
+                    (ENV_MODEL, "m"),
+                    (ENV_KEY_ENV, "NOPE_UNSET"),
+                ],
+                "NOPE_UNSET",
+            ),
+            (
+                &[
+                    (ENV_URL, "http://x"),
+                    (ENV_MODEL, "m"),
+                    (ENV_KEY_ENV, "sk-live-123"),
+                ],
+                ENV_KEY_ENV,
+            ),
         ];
         for (vars, named) in cases {
             let mut all = vars.to_vec();

@@ -732,7 +732,9 @@ impl Engine<'_> {
         // (memsync_core::policy), over the team dir as last synced.
         let predicted = match predict_refusal(self.team, state, &scan, &changes) {
             Some(Predicted::Layout(notes)) => Some(notes),
-            Some(Predicted::Feedback(conflicts)) => self.confirm_feedback(conflicts, &changes).await,
+            Some(Predicted::Feedback(conflicts)) => {
+                self.confirm_feedback(conflicts, &changes).await
+            }
             None => None,
         };
         if let Some(problems) = predicted {

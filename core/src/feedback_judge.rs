@@ -96,7 +96,9 @@ impl FromStr for Api {
         match s.trim().to_ascii_lowercase().as_str() {
             "openai" => Ok(Api::OpenAi),
             "anthropic" => Ok(Api::Anthropic),
-            _ => Err("expected `openai` (POST {url}/chat/completions) or `anthropic` (POST {url}/messages)"),
+            _ => Err(
+                "expected `openai` (POST {url}/chat/completions) or `anthropic` (POST {url}/messages)",
+            ),
         }
     }
 }
@@ -222,7 +224,9 @@ pub enum ParseError {
     NoText,
     #[error("the answer holds no JSON object with a `verdict`")]
     NoVerdict,
-    #[error("the answer's verdict is not one of contradiction, compatible, different_scope, unrelated")]
+    #[error(
+        "the answer's verdict is not one of contradiction, compatible, different_scope, unrelated"
+    )]
     UnknownVerdict,
 }
 
@@ -300,7 +304,11 @@ fn answer_text(api: Api, body: &Value) -> Option<String> {
             Value::Array(items) => {
                 let text: Vec<&str> = items
                     .iter()
-                    .filter(|p| p.get("type").and_then(Value::as_str).is_none_or(|t| t == "text"))
+                    .filter(|p| {
+                        p.get("type")
+                            .and_then(Value::as_str)
+                            .is_none_or(|t| t == "text")
+                    })
                     .filter_map(|p| p.get("text").and_then(Value::as_str))
                     .collect();
                 (!text.is_empty()).then(|| text.join("\n"))
@@ -309,7 +317,12 @@ fn answer_text(api: Api, body: &Value) -> Option<String> {
         }
     };
     let text = match api {
-        Api::OpenAi => parts(body.get("choices")?.get(0)?.get("message")?.get("content")?)?,
+        Api::OpenAi => parts(
+            body.get("choices")?
+                .get(0)?
+                .get("message")?
+                .get("content")?,
+        )?,
         Api::Anthropic => parts(body.get("content")?)?,
     };
     (!text.trim().is_empty()).then_some(text)
@@ -412,8 +425,7 @@ pub fn is_judged(reason: &str) -> bool {
 mod tests {
     use super::*;
 
-    const TABS: &str =
-        "---\nname: tabs\ndescription: indentation\ntype: feedback\n---\nAlways indent with tabs.\n";
+    const TABS: &str = "---\nname: tabs\ndescription: indentation\ntype: feedback\n---\nAlways indent with tabs.\n";
     const SPACES: &str = "---\nname: spaces\ndescription: indentation\ntype: feedback\n---\nNever indent with tabs; use spaces.\n";
 
     fn pair() -> (Note<'static>, Note<'static>, Finding) {
@@ -451,7 +463,11 @@ mod tests {
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
-        assert!(!parse_url("https://user:pw-77@h").unwrap_err().contains("pw-77"));
+        assert!(
+            !parse_url("https://user:pw-77@h")
+                .unwrap_err()
+                .contains("pw-77")
+        );
         assert_eq!("OpenAI".parse::<Api>(), Ok(Api::OpenAi));
         assert_eq!("anthropic".parse::<Api>(), Ok(Api::Anthropic));
         assert!("gemini".parse::<Api>().is_err());
@@ -467,7 +483,10 @@ mod tests {
             Api::OpenAi.endpoint("https://h/v1"),
             "https://h/v1/chat/completions"
         );
-        assert_eq!(Api::Anthropic.endpoint("https://h/v1/"), "https://h/v1/messages");
+        assert_eq!(
+            Api::Anthropic.endpoint("https://h/v1/"),
+            "https://h/v1/messages"
+        );
         assert_eq!(
             Api::OpenAi.headers(Some("k-1")),
             vec![("authorization", "Bearer k-1".to_owned())]
@@ -496,18 +515,25 @@ mod tests {
                     assert_eq!(m.len(), 2);
                     assert_eq!(m[0]["role"], "system");
                     assert_eq!(m[1]["role"], "user");
-                    (m[0]["content"].as_str().unwrap(), m[1]["content"].as_str().unwrap())
+                    (
+                        m[0]["content"].as_str().unwrap(),
+                        m[1]["content"].as_str().unwrap(),
+                    )
                 }
                 Api::Anthropic => {
                     let m = body["messages"].as_array().unwrap();
                     assert_eq!(m.len(), 1);
                     assert_eq!(m[0]["role"], "user");
-                    (body["system"].as_str().unwrap(), m[0]["content"].as_str().unwrap())
+                    (
+                        body["system"].as_str().unwrap(),
+                        m[0]["content"].as_str().unwrap(),
+                    )
                 }
             };
             assert!(system.contains("different_scope") && system.contains("JSON"));
             // The memories travel JSON-encoded inside the question.
-            let doc: Value = serde_json::from_str(user.split("\n\nHow do").next().unwrap()).unwrap();
+            let doc: Value =
+                serde_json::from_str(user.split("\n\nHow do").next().unwrap()).unwrap();
             assert_eq!(doc["memory_a"]["text"], TABS);
             assert_eq!(doc["memory_b"]["path"], "spaces.md");
             assert_eq!(doc["detector"]["verdict"], kind_name(f.kind));
@@ -525,7 +551,11 @@ mod tests {
         };
         let body = request_body(Api::OpenAi, "m", &a, &b, &f);
         let user = body["messages"][1]["content"].as_str().unwrap();
-        assert!(user.len() < MAX_MEMORY_CHARS + 2 * TABS.len() + 2_000, "{}", user.len());
+        assert!(
+            user.len() < MAX_MEMORY_CHARS + 2 * TABS.len() + 2_000,
+            "{}",
+            user.len()
+        );
     }
 
     fn openai(content: &str) -> Vec<u8> {
@@ -548,14 +578,29 @@ mod tests {
     #[test]
     fn answers_are_read_from_both_apis_in_the_shapes_models_give() {
         let cases = [
-            (r#"{"verdict": "contradiction", "reason": "opposite indentation rules"}"#, Verdict::Contradiction),
-            ("```json\n{\"verdict\": \"compatible\", \"reason\": \"r\"}\n```", Verdict::Compatible),
-            ("Sure. Here is my answer:\n{\"reason\": \"tests vs prod\", \"verdict\": \"Different Scope\"}\nHope that helps.", Verdict::DifferentScope),
+            (
+                r#"{"verdict": "contradiction", "reason": "opposite indentation rules"}"#,
+                Verdict::Contradiction,
+            ),
+            (
+                "```json\n{\"verdict\": \"compatible\", \"reason\": \"r\"}\n```",
+                Verdict::Compatible,
+            ),
+            (
+                "Sure. Here is my answer:\n{\"reason\": \"tests vs prod\", \"verdict\": \"Different Scope\"}\nHope that helps.",
+                Verdict::DifferentScope,
+            ),
             ("```\n{\"verdict\":\"UNRELATED\"}\n```", Verdict::Unrelated),
-            ("{not json} then {\"verdict\": \"different-scope\", \"reason\": \"a\\nb\"}", Verdict::DifferentScope),
+            (
+                "{not json} then {\"verdict\": \"different-scope\", \"reason\": \"a\\nb\"}",
+                Verdict::DifferentScope,
+            ),
         ];
         for (text, want) in cases {
-            for (api, body) in [(Api::OpenAi, openai(text)), (Api::Anthropic, anthropic(text))] {
+            for (api, body) in [
+                (Api::OpenAi, openai(text)),
+                (Api::Anthropic, anthropic(text)),
+            ] {
                 let a = parse_response(api, &body).unwrap_or_else(|e| panic!("{api} {text}: {e}"));
                 assert_eq!(a.verdict, want, "{api} {text}");
                 assert!(!a.reason.contains('\n'));
@@ -565,28 +610,82 @@ mod tests {
         assert_eq!(a.reason, "no reason given");
         // OpenAI content as parts; Anthropic with a thinking block first.
         let parts = serde_json::to_vec(&json!({"choices":[{"message":{"content":[{"type":"text","text":"{\"verdict\":\"compatible\",\"reason\":\"ok\"}"}]}}]})).unwrap();
-        assert_eq!(parse_response(Api::OpenAi, &parts).unwrap().verdict, Verdict::Compatible);
+        assert_eq!(
+            parse_response(Api::OpenAi, &parts).unwrap().verdict,
+            Verdict::Compatible
+        );
         let blocks = serde_json::to_vec(&json!({"content":[{"type":"thinking","thinking":"{\"verdict\":\"unrelated\"}"},{"type":"text","text":"{\"verdict\":\"contradiction\",\"reason\":\"r\"}"}]})).unwrap();
-        assert_eq!(parse_response(Api::Anthropic, &blocks).unwrap().verdict, Verdict::Contradiction);
+        assert_eq!(
+            parse_response(Api::Anthropic, &blocks).unwrap().verdict,
+            Verdict::Contradiction
+        );
     }
 
     #[test]
     fn garbage_is_an_error_never_a_guess() {
         let cases: Vec<(Api, Vec<u8>, ParseError)> = vec![
-            (Api::OpenAi, b"<html>502 Bad Gateway</html>".to_vec(), ParseError::NotJson),
+            (
+                Api::OpenAi,
+                b"<html>502 Bad Gateway</html>".to_vec(),
+                ParseError::NotJson,
+            ),
             (Api::OpenAi, b"".to_vec(), ParseError::NotJson),
-            (Api::OpenAi, br#"{"error":{"message":"rate limited"}}"#.to_vec(), ParseError::NoText),
-            (Api::OpenAi, br#"{"choices":[]}"#.to_vec(), ParseError::NoText),
-            (Api::OpenAi, br#"{"choices":[{"message":{"content":null}}]}"#.to_vec(), ParseError::NoText),
-            (Api::Anthropic, br#"{"content":[]}"#.to_vec(), ParseError::NoText),
-            (Api::Anthropic, br#"{"type":"error","error":{"type":"overloaded_error"}}"#.to_vec(), ParseError::NoText),
+            (
+                Api::OpenAi,
+                br#"{"error":{"message":"rate limited"}}"#.to_vec(),
+                ParseError::NoText,
+            ),
+            (
+                Api::OpenAi,
+                br#"{"choices":[]}"#.to_vec(),
+                ParseError::NoText,
+            ),
+            (
+                Api::OpenAi,
+                br#"{"choices":[{"message":{"content":null}}]}"#.to_vec(),
+                ParseError::NoText,
+            ),
+            (
+                Api::Anthropic,
+                br#"{"content":[]}"#.to_vec(),
+                ParseError::NoText,
+            ),
+            (
+                Api::Anthropic,
+                br#"{"type":"error","error":{"type":"overloaded_error"}}"#.to_vec(),
+                ParseError::NoText,
+            ),
             // The other API's shape.
-            (Api::Anthropic, openai("{\"verdict\":\"compatible\"}"), ParseError::NoText),
-            (Api::OpenAi, openai("I think they contradict each other."), ParseError::NoVerdict),
-            (Api::OpenAi, openai("{\"answer\": \"contradiction\"}"), ParseError::NoVerdict),
-            (Api::Anthropic, anthropic("{\"verdict\": \"maybe\"}"), ParseError::UnknownVerdict),
-            (Api::Anthropic, anthropic("{\"verdict\": 1}"), ParseError::UnknownVerdict),
-            (Api::Anthropic, anthropic("{\"verdict\": \"contradiction\""), ParseError::NoVerdict),
+            (
+                Api::Anthropic,
+                openai("{\"verdict\":\"compatible\"}"),
+                ParseError::NoText,
+            ),
+            (
+                Api::OpenAi,
+                openai("I think they contradict each other."),
+                ParseError::NoVerdict,
+            ),
+            (
+                Api::OpenAi,
+                openai("{\"answer\": \"contradiction\"}"),
+                ParseError::NoVerdict,
+            ),
+            (
+                Api::Anthropic,
+                anthropic("{\"verdict\": \"maybe\"}"),
+                ParseError::UnknownVerdict,
+            ),
+            (
+                Api::Anthropic,
+                anthropic("{\"verdict\": 1}"),
+                ParseError::UnknownVerdict,
+            ),
+            (
+                Api::Anthropic,
+                anthropic("{\"verdict\": \"contradiction\""),
+                ParseError::NoVerdict,
+            ),
         ];
         for (api, body, want) in cases {
             assert_eq!(
@@ -640,18 +739,33 @@ mod tests {
             "model judge (m-1): same situation, opposite rules; detector said related: detector on 1"
         );
         assert_eq!(out[1].kind, Kind::Related);
-        assert!(out[1].reason.starts_with("model judge (m-1): line one line two y"));
-        assert!(out[1].reason.ends_with("; detector said contradiction: detector on 2"));
+        assert!(
+            out[1]
+                .reason
+                .starts_with("model judge (m-1): line one line two y")
+        );
+        assert!(
+            out[1]
+                .reason
+                .ends_with("; detector said contradiction: detector on 2")
+        );
         assert!(!out[1].reason.contains('\n'));
         assert!(out[1].reason.chars().count() < MAX_REASON_CHARS + 80);
         assert_eq!(out[2], findings[2]);
         assert_eq!(out[3].kind, Kind::Related);
-        assert!(out[3].reason.contains("different scopes: tests vs production"));
+        assert!(
+            out[3]
+                .reason
+                .contains("different scopes: tests vs production")
+        );
         assert!(out.iter().take(2).all(|f| is_judged(&f.reason)));
         assert!(!is_judged(&out[2].reason));
         // Fewer answers than findings: the rest stand.
         assert_eq!(apply(findings.clone(), &[], "m"), findings);
         // Paths never change.
-        assert!(out.iter().all(|f| f.a == findings[0].a && f.b == findings[0].b));
+        assert!(
+            out.iter()
+                .all(|f| f.a == findings[0].a && f.b == findings[0].b)
+        );
     }
 }

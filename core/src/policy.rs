@@ -673,11 +673,19 @@ mod tests {
     #[test]
     fn the_decision_follows_the_findings_it_is_given() {
         let old = mem("tabs", "feedback", "Always indent with tabs.", "");
-        let new = mem("spaces", "feedback", "Never indent with tabs; use spaces.", "");
+        let new = mem(
+            "spaces",
+            "feedback",
+            "Never indent with tabs; use spaces.",
+            "",
+        );
         let (batch, team) = ([("spaces.md", new.as_str())], [("tabs.md", old.as_str())]);
         let found = team_feedback_findings(&batch, &team);
         assert_eq!(found.len(), 1);
-        assert_eq!((found[0].a.as_str(), found[0].b.as_str()), ("spaces.md", "tabs.md"));
+        assert_eq!(
+            (found[0].a.as_str(), found[0].b.as_str()),
+            ("spaces.md", "tabs.md")
+        );
         assert_eq!(found[0].kind, Kind::Contradiction);
         assert!(team_feedback_decide(&batch, &team, &found).is_err());
         // A judge that calls the pair compatible (or drops it) lets it through.

@@ -47,7 +47,10 @@ impl Seen {
 
     /// The question's text (the user message), whichever API.
     fn question(&self) -> String {
-        let msgs = self.body["messages"].as_array().cloned().unwrap_or_default();
+        let msgs = self.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         msgs.iter()
             .filter(|m| m["role"] == "user")
             .filter_map(|m| m["content"].as_str())
@@ -228,7 +231,11 @@ fn detector(a: &str, b: &str) -> Option<Kind> {
     .map(|f| f.kind)
 }
 
-fn judge_env<'a>(stand_in: &'a StandIn, api: &'a str, timeout_ms: &'a str) -> Vec<(&'a str, &'a str)> {
+fn judge_env<'a>(
+    stand_in: &'a StandIn,
+    api: &'a str,
+    timeout_ms: &'a str,
+) -> Vec<(&'a str, &'a str)> {
     vec![
         ("MEMSYNC_FEEDBACK_JUDGE_URL", stand_in.url.as_str()),
         ("MEMSYNC_FEEDBACK_JUDGE_API", api),
@@ -240,12 +247,19 @@ fn judge_env<'a>(stand_in: &'a StandIn, api: &'a str, timeout_ms: &'a str) -> Ve
 }
 
 /// A server with the judge at `stand_in`, and `testing.md` (real database) published.
-async fn judged_server(stand_in: &StandIn, api: &str, timeout_ms: &str) -> (Server, TestDb, Client) {
+async fn judged_server(
+    stand_in: &StandIn,
+    api: &str,
+    timeout_ms: &str,
+) -> (Server, TestDb, Client) {
     let db = TestDb::new().await;
     let server = Server::start_with_env(&db.url, &[], &judge_env(stand_in, api, timeout_ms));
     let alice = server.client(&server.token("alice", &["acme"]));
     let r = alice
-        .push("acme/api", &batch(vec![put("testing.md", &real_db(), None)]))
+        .push(
+            "acme/api",
+            &batch(vec![put("testing.md", &real_db(), None)]),
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     // One feedback memory alone is no pair: the judge was not asked.
@@ -271,21 +285,34 @@ async fn the_servers_team_check_follows_the_judge_both_ways() {
     let r = alice
         .push("acme/api", &batch(vec![put("reset.md", &reset_db(), None)]))
         .await;
-    assert_eq!((r.status, r.code()), (409, "feedback_conflict"), "{}", r.text);
+    assert_eq!(
+        (r.status, r.code()),
+        (409, "feedback_conflict"),
+        "{}",
+        r.text
+    );
     let why = reason(&r);
     assert!(
-        why.starts_with("model judge (stand-in-1): stand-in says contradiction; detector said related: "),
+        why.starts_with(
+            "model judge (stand-in-1): stand-in says contradiction; detector said related: "
+        ),
         "{why}"
     );
     let seen = stand_in.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
     let s = &seen[0];
     assert_eq!(s.path, "/v1/chat/completions");
-    assert_eq!(s.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        s.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     assert_eq!(s.body["model"], "stand-in-1");
     assert_eq!(s.body["temperature"], 0);
     let q = s.question();
-    assert!(q.contains("must reset the real database") && q.contains("must hit a real database"), "{q}");
+    assert!(
+        q.contains("must reset the real database") && q.contains("must hit a real database"),
+        "{q}"
+    );
     assert!(q.contains("\"verdict\": \"related\""), "{q}");
 
     // The detector refuses this one; the judge calls it compatible: published.
@@ -295,7 +322,11 @@ async fn the_servers_team_check_follows_the_judge_both_ways() {
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
-        count(&db, "SELECT count(*) FROM memories WHERE path = 'fast.md' AND NOT deleted").await,
+        count(
+            &db,
+            "SELECT count(*) FROM memories WHERE path = 'fast.md' AND NOT deleted"
+        )
+        .await,
         1
     );
 
@@ -313,7 +344,10 @@ async fn the_servers_team_check_follows_the_judge_both_ways() {
     for f in findings {
         assert_eq!(f["kind"], "related", "{f}");
         assert!(
-            f["reason"].as_str().unwrap().starts_with("model judge (stand-in-1): different scopes: "),
+            f["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("model judge (stand-in-1): different scopes: "),
             "{f}"
         );
     }
@@ -346,7 +380,11 @@ async fn memsync_push_defers_to_the_servers_judge() {
     let r = alice.run(&["push", "--json"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(
-        count(&db, "SELECT count(*) FROM memories WHERE path = 'fast.md' AND NOT deleted").await,
+        count(
+            &db,
+            "SELECT count(*) FROM memories WHERE path = 'fast.md' AND NOT deleted"
+        )
+        .await,
         1
     );
     // Asked twice: the client's check of its prediction, then the push.
@@ -379,7 +417,12 @@ async fn the_anthropic_shape_works_too() {
     assert_eq!(s.header("x-api-key"), Some(KEY));
     assert_eq!(s.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(s.header("authorization"), None);
-    assert!(s.body["system"].as_str().unwrap().contains("different_scope"));
+    assert!(
+        s.body["system"]
+            .as_str()
+            .unwrap()
+            .contains("different_scope")
+    );
     assert!(s.question().contains("Mock the database"));
 }
 
@@ -394,7 +437,12 @@ async fn a_slow_judge_costs_a_push_its_deadline_and_no_more() {
     let took = started.elapsed();
     eprintln!("push with a judge sleeping past its 1000 ms deadline took {took:?}");
     // The detector's verdict: refused, with the detector's reason.
-    assert_eq!((r.status, r.code()), (409, "feedback_conflict"), "{}", r.text);
+    assert_eq!(
+        (r.status, r.code()),
+        (409, "feedback_conflict"),
+        "{}",
+        r.text
+    );
     assert!(!reason(&r).starts_with("model judge"), "{}", reason(&r));
     assert!(took >= Duration::from_millis(1000), "{took:?}");
     assert!(took < Duration::from_millis(3500), "{took:?}");
@@ -411,7 +459,10 @@ async fn a_slow_judge_costs_a_push_its_deadline_and_no_more() {
     let log = server.log();
     assert!(log.contains("feedback judge unavailable"), "{log}");
     assert!(log.contains("no answer before the deadline"), "{log}");
-    assert!(!log.contains(KEY) && !log.contains("Mock the database"), "{log}");
+    assert!(
+        !log.contains(KEY) && !log.contains("Mock the database"),
+        "{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -424,8 +475,17 @@ async fn a_failing_or_garbled_judge_leaves_the_detectors_verdict() {
         let r = alice
             .push("acme/api", &batch(vec![put("fast.md", &mock_db(), None)]))
             .await;
-        assert_eq!((r.status, r.code()), (409, "feedback_conflict"), "{mode:?}: {}", r.text);
-        assert!(!reason(&r).starts_with("model judge"), "{mode:?}: {}", reason(&r));
+        assert_eq!(
+            (r.status, r.code()),
+            (409, "feedback_conflict"),
+            "{mode:?}: {}",
+            r.text
+        );
+        assert!(
+            !reason(&r).starts_with("model judge"),
+            "{mode:?}: {}",
+            reason(&r)
+        );
         assert_eq!(stand_in.seen().len(), 1, "{mode:?}");
         let r = alice
             .post(
@@ -433,12 +493,19 @@ async fn a_failing_or_garbled_judge_leaves_the_detectors_verdict() {
                 &json!({ "path": "candidate.md", "content": reset_db() }),
             )
             .await;
-        assert_eq!(r.body["findings"][0]["kind"], "related", "{mode:?}: {}", r.text);
+        assert_eq!(
+            r.body["findings"][0]["kind"], "related",
+            "{mode:?}: {}",
+            r.text
+        );
     }
     let log = server.log();
     assert!(log.contains("HTTP status 500"), "{log}");
     assert!(log.contains("unusable answer"), "{log}");
-    assert!(!log.contains(KEY) && !log.contains("Mock the database"), "{log}");
+    assert!(
+        !log.contains(KEY) && !log.contains("Mock the database"),
+        "{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -473,14 +540,23 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
         assert_eq!(c["team"], "testing.md");
         assert_eq!(c["kind"], "contradiction");
         assert!(
-            c["reason"].as_str().unwrap().starts_with("model judge (stand-in-1): "),
+            c["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("model judge (stand-in-1): "),
             "{c}"
         );
         let seen = stand_in.seen();
         assert_eq!(seen.len(), 1, "{api}: {seen:?}");
-        assert!(seen[0].question().contains(marker), "the judge gets the private text");
+        assert!(
+            seen[0].question().contains(marker),
+            "the judge gets the private text"
+        );
         match api {
-            "openai" => assert_eq!(seen[0].header("authorization"), Some(format!("Bearer {KEY}").as_str())),
+            "openai" => assert_eq!(
+                seen[0].header("authorization"),
+                Some(format!("Bearer {KEY}").as_str())
+            ),
             _ => assert_eq!(seen[0].header("x-api-key"), Some(KEY)),
         }
         for out in [&r.stdout, &r.stderr] {
@@ -488,26 +564,49 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
         }
         // The plain output says where the verdict came from.
         let r = bob.run_with(&["check"], &env);
-        assert!(r.stdout.contains("private reset.md contradicts team testing.md: model judge (stand-in-1)"), "{}", r.stdout);
+        assert!(
+            r.stdout
+                .contains("private reset.md contradicts team testing.md: model judge (stand-in-1)"),
+            "{}",
+            r.stdout
+        );
     }
 
     // Unavailable: one line on stderr, the detector's verdict.
     let stand_in = StandIn::start(Mode::Status500).await;
-    let r = bob.run_with(&["check", "--json"], &judge_env(&stand_in, "openai", "5000"));
+    let r = bob.run_with(
+        &["check", "--json"],
+        &judge_env(&stand_in, "openai", "5000"),
+    );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(r.json()["conflicts"][0]["kind"], "related");
-    let lines: Vec<&str> = r.stderr.lines().filter(|l| l.contains("feedback judge")).collect();
+    let lines: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("feedback judge"))
+        .collect();
     assert_eq!(lines.len(), 1, "{}", r.stderr);
-    assert!(lines[0].contains("unavailable") && lines[0].contains("HTTP 500"), "{}", r.stderr);
+    assert!(
+        lines[0].contains("unavailable") && lines[0].contains("HTTP 500"),
+        "{}",
+        r.stderr
+    );
     assert!(!r.stderr.contains(KEY));
 
     // A bad setting is a usage error naming it.
     let r = bob.run_with(
         &["check"],
-        &[("MEMSYNC_FEEDBACK_JUDGE_URL", "ftp://x"), ("MEMSYNC_FEEDBACK_JUDGE_MODEL", "m")],
+        &[
+            ("MEMSYNC_FEEDBACK_JUDGE_URL", "ftp://x"),
+            ("MEMSYNC_FEEDBACK_JUDGE_MODEL", "m"),
+        ],
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("MEMSYNC_FEEDBACK_JUDGE_URL"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("MEMSYNC_FEEDBACK_JUDGE_URL"),
+        "{}",
+        r.stderr
+    );
 
     // The hook asks the judge too; a push and a pull never send private text to the server.
     let stand_in = StandIn::start(Mode::Verdict("contradiction")).await;
@@ -523,16 +622,33 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let hook: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ctx = hook["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
-    assert!(ctx.contains("testing.md") && ctx.contains("reset.md"), "{ctx}");
+    let ctx = hook["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        ctx.contains("testing.md") && ctx.contains("reset.md"),
+        "{ctx}"
+    );
     assert_eq!(stand_in.seen().len(), 1);
     assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY));
-    assert_eq!(bob.run_with(&["push"], &judge_env(&stand_in, "openai", "2000")).code, 0);
-    assert!(!server.log().contains(marker), "the server's log holds private text");
+    assert_eq!(
+        bob.run_with(&["push"], &judge_env(&stand_in, "openai", "2000"))
+            .code,
+        0
+    );
+    assert!(
+        !server.log().contains(marker),
+        "the server's log holds private text"
+    );
     assert!(assert_no_row_contains(&db, marker).await > 0);
     let _ = db;
 }
@@ -541,8 +657,14 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
 async fn bad_judge_settings_stop_the_server_naming_the_setting() {
     let db = TestDb::new().await;
     let cases: [(&[(&str, &str)], &str); 4] = [
-        (&[("MEMSYNC_FEEDBACK_JUDGE_URL", "ftp://llm")], "--feedback-judge-url"),
-        (&[("MEMSYNC_FEEDBACK_JUDGE_URL", "http://127.0.0.1:9/v1")], "--feedback-judge-model"),
+        (
+            &[("MEMSYNC_FEEDBACK_JUDGE_URL", "ftp://llm")],
+            "--feedback-judge-url",
+        ),
+        (
+            &[("MEMSYNC_FEEDBACK_JUDGE_URL", "http://127.0.0.1:9/v1")],
+            "--feedback-judge-model",
+        ),
         (
             &[
                 ("MEMSYNC_FEEDBACK_JUDGE_URL", "http://127.0.0.1:9/v1"),
@@ -555,7 +677,10 @@ async fn bad_judge_settings_stop_the_server_naming_the_setting() {
             &[
                 ("MEMSYNC_FEEDBACK_JUDGE_URL", "http://127.0.0.1:9/v1"),
                 ("MEMSYNC_FEEDBACK_JUDGE_MODEL", "m"),
-                ("MEMSYNC_FEEDBACK_JUDGE_KEY_ENV", "JUDGE_KEY_NOT_SET_ANYWHERE"),
+                (
+                    "MEMSYNC_FEEDBACK_JUDGE_KEY_ENV",
+                    "JUDGE_KEY_NOT_SET_ANYWHERE",
+                ),
             ],
             "JUDGE_KEY_NOT_SET_ANYWHERE",
         ),

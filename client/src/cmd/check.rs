@@ -63,7 +63,8 @@ pub fn check(g: &Global, cwd: &Path) -> Result<u8, Fail> {
     )
     .map_err(Fail::env)?;
     // The model judge the user configured on this machine, if any, on the private/team pairs.
-    let judge = memsync::judge::resolve(&memsync::config::ProcessEnv).map_err(|e| Fail::env(e.to_string()))?;
+    let judge = memsync::judge::resolve(&memsync::config::ProcessEnv)
+        .map_err(|e| Fail::env(e.to_string()))?;
     if let Some(judge) = &judge {
         let private =
             memsync::feedback::read_memories(&settings.private_dir, Some(&settings.team_dir));

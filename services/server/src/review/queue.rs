@@ -188,9 +188,9 @@ pub async fn show(
         Kind::Flagged => (p.content.clone(), String::new(), false),
     };
     let found = match (&content, p.kind, p.op) {
-        (Some(text), Kind::Change, PushOp::Put) => Some(
-            crate::sync::feedback::proposal_findings(&mut conn, project, &p.path, text).await?,
-        ),
+        (Some(text), Kind::Change, PushOp::Put) => {
+            Some(crate::sync::feedback::proposal_findings(&mut conn, project, &p.path, text).await?)
+        }
         _ => None,
     };
     drop(conn);

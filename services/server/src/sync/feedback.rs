@@ -140,9 +140,8 @@ pub async fn prejudge(
             .find(|(q, _)| *q == p)
             .map(|(_, t)| *t)
     };
-    let proposal_text = |f: &Finding| -> Option<&str> {
-        team.iter().find(|(q, _)| *q == f.b).map(|(_, t)| *t)
-    };
+    let proposal_text =
+        |f: &Finding| -> Option<&str> { team.iter().find(|(q, _)| *q == f.b).map(|(_, t)| *t) };
     let mut seen = BTreeSet::new();
     let mut pairs: Vec<(Finding, &str, &str)> = Vec::new();
     for f in findings {
@@ -156,9 +155,18 @@ pub async fn prejudge(
     }
     // A pair is only judged with the finding the detector made of those very texts.
     pairs.retain(|(f, a, b)| {
-        feedback::check_one(&Note { path: &f.a, text: a }, &[Note { path: &f.b, text: b }])
-            .first()
-            .is_some_and(|g| g == f)
+        feedback::check_one(
+            &Note {
+                path: &f.a,
+                text: a,
+            },
+            &[Note {
+                path: &f.b,
+                text: b,
+            }],
+        )
+        .first()
+        .is_some_and(|g| g == f)
     });
     let refs: Vec<(&Finding, &str, &str)> = pairs.iter().map(|(f, a, b)| (f, *a, *b)).collect();
     let answers = judge.answers(&refs, "push").await;
@@ -255,7 +263,11 @@ impl Found {
 
     /// With what a push's [`prejudge`] said (under the push's lock: nothing is asked here).
     pub fn with(self, judged: &Judged) -> Vec<FeedbackFinding> {
-        let a = self.findings.first().map(|f| f.a.clone()).unwrap_or_default();
+        let a = self
+            .findings
+            .first()
+            .map(|f| f.a.clone())
+            .unwrap_or_default();
         let findings = judged.apply(self.findings.clone(), |p| self.text_of(p, &a));
         to_wire(findings)
     }

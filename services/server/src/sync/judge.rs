@@ -65,10 +65,7 @@ impl JudgeArgs {
         })?;
         let key = match set(&self.key_env) {
             Some(name) => {
-                if !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
-                {
+                if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                     return Err("--feedback-judge-key-env (MEMSYNC_FEEDBACK_JUDGE_KEY_ENV) must be the NAME of an environment variable (letters, digits, `_`), not the key".into());
                 }
                 match std::env::var(name) {
@@ -184,7 +181,11 @@ impl FeedbackJudge {
 
     /// The judge's answer about each pair (`None` where it gave none by the deadline); `what`
     /// names the check in the warning. Pairs are `(finding, a's text, b's text)`.
-    pub async fn answers(&self, pairs: &[(&Finding, &str, &str)], what: &str) -> Vec<Option<Answer>> {
+    pub async fn answers(
+        &self,
+        pairs: &[(&Finding, &str, &str)],
+        what: &str,
+    ) -> Vec<Option<Answer>> {
         if pairs.is_empty() {
             return Vec::new();
         }
@@ -194,8 +195,14 @@ impl FeedbackJudge {
                 fj::request_body(
                     self.api,
                     &self.model,
-                    &Note { path: &f.a, text: a },
-                    &Note { path: &f.b, text: b },
+                    &Note {
+                        path: &f.a,
+                        text: a,
+                    },
+                    &Note {
+                        path: &f.b,
+                        text: b,
+                    },
                     f,
                 )
             })
@@ -233,7 +240,10 @@ impl FeedbackJudge {
             let permits = permits.clone();
             set.spawn(async move {
                 let asked = async {
-                    let _permit = permits.acquire_owned().await.map_err(|_| Failure::Timeout)?;
+                    let _permit = permits
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| Failure::Timeout)?;
                     ask(&http, api, &endpoint, headers, &body).await
                 };
                 let r = tokio::time::timeout_at(deadline, asked)
@@ -270,17 +280,25 @@ async fn ask(
         .body(bytes)
         .send()
         .await
-        .map_err(|e| if e.is_timeout() { Failure::Timeout } else { Failure::Connect })?;
+        .map_err(|e| {
+            if e.is_timeout() {
+                Failure::Timeout
+            } else {
+                Failure::Connect
+            }
+        })?;
     let status = resp.status();
     if !status.is_success() {
         return Err(Failure::Status(status.as_u16()));
     }
     let mut buf = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| if e.is_timeout() { Failure::Timeout } else { Failure::Connect })?
-    {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| {
+        if e.is_timeout() {
+            Failure::Timeout
+        } else {
+            Failure::Connect
+        }
+    })? {
         buf.extend_from_slice(&chunk);
         if buf.len() > MAX_RESPONSE_BYTES {
             return Err(Failure::TooLarge);

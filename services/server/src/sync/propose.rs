@@ -61,9 +61,7 @@ pub(super) async fn propose(
         let Some(change) = by_path.get(path.as_str()) else {
             continue;
         };
-        proposed.push(
-            propose_one(&mut *tx, meta, change, &provenance, &judged, &mut trail).await?,
-        );
+        proposed.push(propose_one(&mut *tx, meta, change, &provenance, &judged, &mut trail).await?);
     }
     let event = AuditEvent {
         team: Some(project.team()),
