@@ -63,6 +63,8 @@ struct StandIn {
     url: String,
     mode: Arc<Mutex<Mode>>,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// Requests being answered now, and the most there ever were at once.
+    busy: Arc<Mutex<(usize, usize)>>,
 }
 
 impl StandIn {
@@ -71,19 +73,25 @@ impl StandIn {
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let mode = Arc::new(Mutex::new(mode));
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-        let (m, s) = (mode.clone(), seen.clone());
+        let busy: Arc<Mutex<(usize, usize)>> = Arc::default();
+        let (m, s, b) = (mode.clone(), seen.clone(), busy.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((conn, _)) = listener.accept().await else {
                     return;
                 };
-                let (m, s) = (m.clone(), s.clone());
+                let (m, s, b) = (m.clone(), s.clone(), b.clone());
                 tokio::spawn(async move {
-                    let _ = serve(conn, m, s).await;
+                    let _ = serve(conn, m, s, b).await;
                 });
             }
         });
-        StandIn { url, mode, seen }
+        StandIn {
+            url,
+            mode,
+            seen,
+            busy,
+        }
     }
 
     fn set(&self, mode: Mode) {
@@ -99,10 +107,29 @@ impl StandIn {
     }
 }
 
+/// Counts a request as being answered while it lives.
+struct Busy(Arc<Mutex<(usize, usize)>>);
+
+impl Busy {
+    fn new(b: &Arc<Mutex<(usize, usize)>>) -> Busy {
+        let mut g = b.lock().unwrap();
+        g.0 += 1;
+        g.1 = g.1.max(g.0);
+        Busy(b.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().0 -= 1;
+    }
+}
+
 async fn serve(
     conn: tokio::net::TcpStream,
     mode: Arc<Mutex<Mode>>,
     seen: Arc<Mutex<Vec<Seen>>>,
+    busy: Arc<Mutex<(usize, usize)>>,
 ) -> std::io::Result<()> {
     let mut conn = BufReader::new(conn);
     loop {
@@ -138,6 +165,7 @@ async fn serve(
             headers,
             body,
         });
+        let _busy = Busy::new(&busy);
         let m = mode.lock().unwrap().clone();
         let verdict = match m {
             Mode::Verdict(v) => v,
@@ -695,4 +723,110 @@ async fn bad_judge_settings_stop_the_server_naming_the_setting() {
         assert!(!out.status.success(), "{named}: {err}");
         assert!(err.contains(named), "{named}: {err}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proposals_carry_the_judges_verdict() {
+    let stand_in = StandIn::start(Mode::Verdict("compatible")).await;
+    let (server, db, _alice) = judged_server(&stand_in, "openai", "5000").await;
+    let ann = server.client(&forge_token("ann", &[("acme", "admin")], false));
+    let bob = server.client(&forge_token("bob", &[("acme", "member")], false));
+    let r = ann
+        .send(
+            ann.http
+                .put(format!("{}/v1/admin/projects/acme/api/settings", ann.base))
+                .bearer_auth(&ann.token)
+                .json(&json!({ "review": "required", "review_after_days": null })),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // A member's contradicting rule becomes a proposal; the judge was asked before the lock and
+    // its verdict is what the proposal stores.
+    let r = bob
+        .push("acme/api", &batch(vec![put("fast.md", &mock_db(), None)]))
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let id = r.body["proposed"][0]["id"].as_i64().unwrap();
+    assert_eq!(stand_in.seen().len(), 1);
+    let mut conn = db.connect().await;
+    let stored: String = sqlx::query_scalar("SELECT findings::text FROM proposals WHERE id = $1")
+        .bind(id)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let stored: Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored[0]["team"], "testing.md", "{stored}");
+    assert_eq!(stored[0]["kind"], "related", "{stored}");
+    assert!(
+        stored[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("model judge (stand-in-1): stand-in says compatible"),
+        "{stored}"
+    );
+    // The reviewer's view asks again, as the team's rules are now.
+    stand_in.set(Mode::Verdict("contradiction"));
+    let d = ann.fetch(&format!("/v1/proposals/{id}")).await;
+    assert_eq!(d.status, 200, "{}", d.text);
+    let f = &d.body["feedback"][0];
+    assert_eq!(f["kind"], "contradiction", "{}", d.text);
+    assert!(
+        f["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("model judge (stand-in-1): stand-in says contradiction"),
+        "{}",
+        d.text
+    );
+    assert_eq!(stand_in.seen().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pairs_of_one_check_are_judged_eight_at_a_time() {
+    let stand_in = StandIn::start(Mode::Verdict("compatible")).await;
+    let (_server, _db, alice) = judged_server(&stand_in, "openai", "5000").await;
+    // Twelve more rules the candidate is related to.
+    let copies: Vec<Value> = (0..12)
+        .map(|i| {
+            put(
+                &format!("copy-{i}.md"),
+                &real_db().replace("testing-policy", &format!("testing-policy-{i}")),
+                None,
+            )
+        })
+        .collect();
+    let r = alice.push("acme/api", &batch(copies)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    stand_in.set(Mode::Sleep(Duration::from_millis(400)));
+    stand_in.clear();
+    *stand_in.busy.lock().unwrap() = (0, 0);
+    let started = Instant::now();
+    let r = alice
+        .post(
+            "/v1/projects/acme/api/feedback/check",
+            &json!({ "path": "candidate.md", "content": reset_db() }),
+        )
+        .await;
+    let took = started.elapsed();
+    eprintln!("13 pairs, a judge answering each in 400 ms, at most 8 at a time: {took:?}");
+    assert_eq!(r.status, 200, "{}", r.text);
+    let findings = r.body["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 13, "{}", r.text);
+    assert!(
+        findings
+            .iter()
+            .all(|f| f["reason"].as_str().unwrap().starts_with("model judge")),
+        "{}",
+        r.text
+    );
+    assert_eq!(stand_in.seen().len(), 13);
+    assert_eq!(
+        stand_in.busy.lock().unwrap().1,
+        8,
+        "at most 8 at once, and 8 when there are more"
+    );
+    assert!(
+        took >= Duration::from_millis(800) && took < Duration::from_millis(3000),
+        "{took:?}"
+    );
 }
