@@ -906,6 +906,17 @@ impl ApiClient {
         .await
     }
 
+    /// The server's feedback check of one candidate against the project's team feedback
+    /// (stateless; sent once).
+    pub async fn feedback_check(
+        &self,
+        project: &ProjectId,
+        req: &memsync_core::wire::FeedbackCheckRequest,
+    ) -> Result<memsync_core::wire::FeedbackCheckResponse, ApiError> {
+        let req = Request::post(self.project_url(project, &["feedback", "check"], &[]), req)?;
+        self.call(req, Some(project)).await
+    }
+
     /// Not retried: the server takes no `Idempotency-Key` here.
     pub async fn allowlist_add(
         &self,

@@ -1,6 +1,7 @@
 //! Feedback consistency on this machine: private feedback that contradicts team feedback must
 //! say `overrides: <team path>`, and a team feedback memory must not contradict another team one
-//! unless it says `supersedes: <path>`. Private memories are read here, locally, and never sent.
+//! unless it says `supersedes: <path>`. Private memories are read here, locally, and never sent
+//! to the memsync server (only to a model judge the user configured on this machine).
 
 use std::path::{Path, PathBuf};
 
@@ -64,6 +65,32 @@ pub fn private_vs_team(
     private: &[(String, String)],
     team: &[(String, String)],
 ) -> Vec<PrivateConflict> {
+    conflicts(private, detect(private, team))
+}
+
+/// Same, with the model judge the user configured on this machine ([`crate::judge`]) asked
+/// about the detector's pairs within `min(its timeout, limit)`: private memories go to that
+/// endpoint and nowhere else. The `String`: one line to tell the user when the judge was
+/// unavailable for some pairs (their verdicts are the detector's).
+pub fn private_vs_team_judged(
+    private: &[(String, String)],
+    team: &[(String, String)],
+    judge: &crate::judge::Judge,
+    limit: std::time::Duration,
+) -> (Vec<PrivateConflict>, Option<String>) {
+    let found = detect(private, team);
+    let text = |set: &[(String, String)], p: &str| {
+        set.iter()
+            .find(|(q, _)| q == p)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default()
+    };
+    let (judged, note) =
+        judge.judge_blocking(found, |f| (text(private, &f.a), text(team, &f.b)), limit);
+    (conflicts(private, judged), note)
+}
+
+fn detect(private: &[(String, String)], team: &[(String, String)]) -> Vec<feedback::Finding> {
     let a: Vec<Note<'_>> = private
         .iter()
         .map(|(p, t)| Note { path: p, text: t })
@@ -73,6 +100,13 @@ pub fn private_vs_team(
         .map(|(p, t)| Note { path: p, text: t })
         .collect();
     feedback::compare(&a, &b)
+}
+
+fn conflicts(
+    private: &[(String, String)],
+    findings: Vec<feedback::Finding>,
+) -> Vec<PrivateConflict> {
+    findings
         .into_iter()
         .filter(|f| {
             let overrides = private

@@ -9,6 +9,7 @@ pub mod config;
 pub mod feedback;
 pub mod fsops;
 pub mod hook;
+pub mod judge;
 pub mod paths;
 pub mod provenance;
 pub mod sse;

@@ -730,7 +730,14 @@ impl Engine<'_> {
         }
         // What the server will say of the batch's layout and feedback, with its own rules
         // (memsync_core::policy), over the team dir as last synced.
-        if let Some(problems) = predict_refusal(self.team, state, &scan, &changes) {
+        let predicted = match predict_refusal(self.team, state, &scan, &changes) {
+            Some(Predicted::Layout(notes)) => Some(notes),
+            Some(Predicted::Feedback(conflicts)) => {
+                self.confirm_feedback(conflicts, &changes).await
+            }
+            None => None,
+        };
+        if let Some(problems) = predicted {
             report.refused.extend(problems);
             report.blocked = true;
             self.save_and_report_open(state, &mut report)?;
@@ -860,6 +867,53 @@ impl Engine<'_> {
             self.store.save(state)?;
         }
         Ok(())
+    }
+
+    /// A predicted feedback refusal asked of the server, which may judge team feedback with a
+    /// model (`--feedback-judge-url`) where this client only has the detector: each predicted
+    /// contradiction with a memory the server holds is dropped when the server's feedback check
+    /// no longer calls that pair a contradiction. Offline, or for any other refusal, the
+    /// prediction stands. `None`: nothing left to refuse, the batch goes to the server (which
+    /// decides anyway).
+    async fn confirm_feedback(
+        &self,
+        conflicts: Vec<policy::FeedbackConflict>,
+        changes: &[PushChange],
+    ) -> Option<Vec<RefusedNote>> {
+        let mut asked: BTreeMap<String, Option<Vec<memsync_core::wire::FeedbackFinding>>> =
+            BTreeMap::new();
+        let mut kept = Vec::new();
+        for c in conflicts {
+            let content = changes
+                .iter()
+                .find(|x| x.path == c.path)
+                .and_then(|x| x.content.clone());
+            // Both in the batch: the server holds neither as the batch writes them.
+            let on_server = !changes.iter().any(|x| x.path == c.other);
+            if let (Some(content), true) = (content, on_server) {
+                if !asked.contains_key(&c.path) {
+                    let req = memsync_core::wire::FeedbackCheckRequest {
+                        path: c.path.clone(),
+                        content,
+                    };
+                    let answer = self.api.feedback_check(self.project, &req).await.ok();
+                    asked.insert(c.path.clone(), answer.map(|a| a.findings));
+                }
+                if let Some(Some(findings)) = asked.get(&c.path)
+                    && !findings
+                        .iter()
+                        .any(|f| f.team == c.other && f.kind == "contradiction")
+                {
+                    continue;
+                }
+            }
+            kept.push(RefusedNote {
+                message: c.message(),
+                path: c.path,
+                rule: "feedback_conflict".into(),
+            });
+        }
+        (!kept.is_empty()).then_some(kept)
     }
 
     /// Scans every file of the batch; true (and the findings reported, the files marked refused
@@ -1090,7 +1144,7 @@ fn predict_refusal(
     state: &State,
     scan: &crate::fsops::Scan,
     changes: &[PushChange],
-) -> Option<Vec<RefusedNote>> {
+) -> Option<Predicted> {
     let checked: Vec<policy::CheckedChange> = changes
         .iter()
         .filter_map(|c| {
@@ -1115,7 +1169,7 @@ fn predict_refusal(
     };
     let layout = policy::layout_failures(&checked, state.files.keys().map(String::as_str));
     if !layout.is_empty() {
-        return Some(to_notes(layout));
+        return Some(Predicted::Layout(to_notes(layout)));
     }
     let batch: Vec<(&str, &str)> = changes
         .iter()
@@ -1145,19 +1199,16 @@ fn predict_refusal(
         .iter()
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
-    match policy::team_feedback(&batch, &team) {
-        Ok(_) => None,
-        Err(conflicts) => Some(
-            conflicts
-                .into_iter()
-                .map(|c| RefusedNote {
-                    message: c.message(),
-                    path: c.path,
-                    rule: "feedback_conflict".into(),
-                })
-                .collect(),
-        ),
-    }
+    policy::team_feedback(&batch, &team)
+        .err()
+        .map(Predicted::Feedback)
+}
+
+/// A refusal the client predicts: the layout's (final), or team feedback's (which the server,
+/// with a model judge, may see otherwise).
+enum Predicted {
+    Layout(Vec<RefusedNote>),
+    Feedback(Vec<policy::FeedbackConflict>),
 }
 
 /// What a scan may take as known without reading: each synced file's stamp, with its hash.

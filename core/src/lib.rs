@@ -4,6 +4,7 @@
 //! Everything here is pure: no I/O, no clock, no network. Both sides validate with the same code.
 
 pub mod feedback;
+pub mod feedback_judge;
 pub mod guard;
 pub mod index;
 pub mod memory;

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::feedback::{self, Kind, Note};
+use crate::feedback::{self, Finding, Kind, Note};
 use crate::memory::{self, MemoryDoc, MemoryType};
 use crate::path::MemoryPath;
 use crate::sha::Sha256;
@@ -372,63 +372,104 @@ pub fn team_feedback(
     batch: &[(&str, &str)],
     team: &[(&str, &str)],
 ) -> Result<Vec<String>, Vec<FeedbackConflict>> {
-    let candidates: Vec<(&str, &str, Option<String>)> = batch
-        .iter()
-        .filter(|(p, _)| counts_as_memory(p))
-        .filter_map(|(p, text)| {
-            let doc = feedback_doc(text)?;
-            Some((
-                *p,
-                *text,
-                doc.get_str("supersedes").map(|s| s.trim().to_owned()),
-            ))
-        })
-        .collect();
-    if candidates.is_empty() {
-        return Ok(Vec::new());
+    team_feedback_decide(batch, team, &team_feedback_findings(batch, team))
+}
+
+/// The batch's feedback memories and what each is compared with, as [`team_feedback`] reads them.
+struct FeedbackBatch<'a> {
+    /// Pushed feedback memories: path, text, `supersedes:`.
+    candidates: Vec<(&'a str, &'a str, Option<String>)>,
+    /// Live team feedback the batch does not touch.
+    existing: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> FeedbackBatch<'a> {
+    fn of(batch: &[(&'a str, &'a str)], team: &[(&'a str, &'a str)]) -> FeedbackBatch<'a> {
+        let candidates: Vec<(&str, &str, Option<String>)> = batch
+            .iter()
+            .filter(|(p, _)| counts_as_memory(p))
+            .filter_map(|(p, text)| {
+                let doc = feedback_doc(text)?;
+                Some((
+                    *p,
+                    *text,
+                    doc.get_str("supersedes").map(|s| s.trim().to_owned()),
+                ))
+            })
+            .collect();
+        let touched: BTreeSet<&str> = batch.iter().map(|(p, _)| *p).collect();
+        let existing = if candidates.is_empty() {
+            Vec::new()
+        } else {
+            team.iter()
+                .filter(|(p, t)| !touched.contains(p) && counts_as_memory(p) && is_feedback(t))
+                .copied()
+                .collect()
+        };
+        FeedbackBatch {
+            candidates,
+            existing,
+        }
     }
-    let touched: BTreeSet<&str> = batch.iter().map(|(p, _)| *p).collect();
-    let existing: Vec<(&str, &str)> = team
-        .iter()
-        .filter(|(p, t)| !touched.contains(p) && counts_as_memory(p) && is_feedback(t))
-        .copied()
-        .collect();
-    let supersedes: BTreeMap<&str, Option<&str>> = candidates
+}
+
+/// Every pair [`team_feedback`] decides on, as the detector finds it: `a` is a pushed feedback
+/// memory, `b` a live team one or another of the batch (both kinds, in the order of the batch).
+/// A caller with a model judge (`crate::feedback_judge`) judges these and decides with
+/// [`team_feedback_decide`].
+pub fn team_feedback_findings(batch: &[(&str, &str)], team: &[(&str, &str)]) -> Vec<Finding> {
+    let fb = FeedbackBatch::of(batch, team);
+    let mut out = Vec::new();
+    for (path, text, _) in &fb.candidates {
+        let mut against: Vec<Note<'_>> = fb
+            .existing
+            .iter()
+            .map(|(p, t)| Note { path: p, text: t })
+            .collect();
+        against.extend(
+            fb.candidates
+                .iter()
+                .filter(|(p, _, _)| p != path)
+                .map(|(p, t, _)| Note { path: p, text: t }),
+        );
+        out.extend(feedback::check_one(&Note { path, text }, &against));
+    }
+    out
+}
+
+/// [`team_feedback`]'s decision over given findings (the detector's, or the judge's): each
+/// contradiction refuses the batch unless one of the two supersedes the other.
+pub fn team_feedback_decide(
+    batch: &[(&str, &str)],
+    team: &[(&str, &str)],
+    findings: &[Finding],
+) -> Result<Vec<String>, Vec<FeedbackConflict>> {
+    let fb = FeedbackBatch::of(batch, team);
+    let supersedes: BTreeMap<&str, Option<&str>> = fb
+        .candidates
         .iter()
         .map(|(p, _, s)| (*p, s.as_deref()))
         .collect();
     let mut superseded = BTreeSet::new();
     let mut conflicts = Vec::new();
-    for (path, text, sup) in &candidates {
-        let mut against: Vec<Note<'_>> = existing
-            .iter()
-            .map(|(p, t)| Note { path: p, text: t })
-            .collect();
-        against.extend(
-            candidates
-                .iter()
-                .filter(|(p, _, _)| p != path)
-                .map(|(p, t, _)| Note { path: p, text: t }),
-        );
-        for f in feedback::check_one(&Note { path, text }, &against) {
-            if f.kind != Kind::Contradiction {
-                continue;
+    for f in findings.iter().filter(|f| f.kind == Kind::Contradiction) {
+        let Some(sup) = supersedes.get(f.a.as_str()) else {
+            continue;
+        };
+        if *sup == Some(f.b.as_str()) {
+            if fb.existing.iter().any(|(p, _)| *p == f.b) {
+                superseded.insert(f.b.clone());
             }
-            if sup.as_deref() == Some(f.b.as_str()) {
-                if existing.iter().any(|(p, _)| *p == f.b) {
-                    superseded.insert(f.b.clone());
-                }
-                continue;
-            }
-            if supersedes.get(f.b.as_str()).copied().flatten() == Some(*path) {
-                continue;
-            }
-            conflicts.push(FeedbackConflict {
-                path: (*path).to_owned(),
-                other: f.b.clone(),
-                reason: f.reason.clone(),
-            });
+            continue;
         }
+        if supersedes.get(f.b.as_str()).copied().flatten() == Some(f.a.as_str()) {
+            continue;
+        }
+        conflicts.push(FeedbackConflict {
+            path: f.a.clone(),
+            other: f.b.clone(),
+            reason: f.reason.clone(),
+        });
     }
     if conflicts.is_empty() {
         Ok(superseded.into_iter().collect())
@@ -627,6 +668,49 @@ mod tests {
             "supersedes: spaces.md\n",
         );
         assert!(team_feedback(&[("spaces.md", &unmarked)], &[("tabs.md", &old_marked)]).is_err());
+    }
+
+    #[test]
+    fn the_decision_follows_the_findings_it_is_given() {
+        let old = mem("tabs", "feedback", "Always indent with tabs.", "");
+        let new = mem(
+            "spaces",
+            "feedback",
+            "Never indent with tabs; use spaces.",
+            "",
+        );
+        let (batch, team) = ([("spaces.md", new.as_str())], [("tabs.md", old.as_str())]);
+        let found = team_feedback_findings(&batch, &team);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].a.as_str(), found[0].b.as_str()),
+            ("spaces.md", "tabs.md")
+        );
+        assert_eq!(found[0].kind, Kind::Contradiction);
+        assert!(team_feedback_decide(&batch, &team, &found).is_err());
+        // A judge that calls the pair compatible (or drops it) lets it through.
+        let related = Finding {
+            kind: Kind::Related,
+            ..found[0].clone()
+        };
+        assert_eq!(team_feedback_decide(&batch, &team, &[related]), Ok(vec![]));
+        assert_eq!(team_feedback_decide(&batch, &team, &[]), Ok(vec![]));
+        // And one that calls a related pair a contradiction refuses it, with its reason.
+        let calm = mem("spaces", "feedback", "Prefer tabs in Makefiles.", "");
+        let batch = [("spaces.md", calm.as_str())];
+        let judged: Vec<Finding> = team_feedback_findings(&batch, &team)
+            .into_iter()
+            .map(|f| Finding {
+                kind: Kind::Contradiction,
+                reason: "model judge (m): r".into(),
+                ..f
+            })
+            .collect();
+        if let Some(f) = judged.first() {
+            let err = team_feedback_decide(&batch, &team, &judged).unwrap_err();
+            assert_eq!(err[0].reason, "model judge (m): r");
+            assert_eq!(err[0].other, f.b);
+        }
     }
 
     #[test]

@@ -62,6 +62,24 @@ pub fn check(g: &Global, cwd: &Path) -> Result<u8, Fail> {
         memsync_core::memory::DEFAULT_MAX_FILE_BYTES,
     )
     .map_err(Fail::env)?;
+    // The model judge the user configured on this machine, if any, on the private/team pairs.
+    let judge = memsync::judge::resolve(&memsync::config::ProcessEnv)
+        .map_err(|e| Fail::env(e.to_string()))?;
+    if let Some(judge) = &judge {
+        let private =
+            memsync::feedback::read_memories(&settings.private_dir, Some(&settings.team_dir));
+        let team_texts = memsync::feedback::read_memories(&settings.team_dir, None);
+        let (conflicts, unavailable) = memsync::feedback::private_vs_team_judged(
+            &private,
+            &team_texts,
+            judge,
+            judge.timeout(),
+        );
+        report.conflicts = conflicts;
+        if let Some(note) = unavailable {
+            eprintln!("memsync: {note}");
+        }
+    }
     // Against the code: only in a repository, whose working tree the memories are about.
     if let Some(repo) = &settings.repo {
         // The paths recorded when each synced file was written; read without the state lock,

@@ -398,7 +398,15 @@ fn hook_context(
     let private =
         memsync::feedback::read_memories(&s.settings.private_dir, Some(&s.settings.team_dir));
     let team = memsync::feedback::read_memories(&s.settings.team_dir, None);
-    let feedback = memsync::feedback::private_vs_team(&private, &team);
+    // A model judge the user configured on this machine (never the memsync server) is asked
+    // within what is left of the deadline; a bad setting or no time left: the detector alone.
+    let left = deadline.saturating_sub(started.elapsed());
+    let feedback = match memsync::judge::resolve(&memsync::config::ProcessEnv) {
+        Ok(Some(judge)) if !left.is_zero() => {
+            memsync::feedback::private_vs_team_judged(&private, &team, &judge, left).0
+        }
+        _ => memsync::feedback::private_vs_team(&private, &team),
+    };
     // The user's own proposals, if the server answers within what is left of the deadline.
     let mut notices = Vec::new();
     if !cut_short {

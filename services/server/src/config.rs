@@ -321,6 +321,48 @@ pub struct GlobalArgs {
         value_name = "ADDR"
     )]
     pub metrics_listen: Option<SocketAddr>,
+    /// A model judge for team feedback consistency: the base URL of an OpenAI-compatible
+    /// (`POST {url}/chat/completions`) or Anthropic-compatible (`POST {url}/messages`)
+    /// endpoint, e.g. `https://llm.example.internal/v1`. It classifies the pairs the detector
+    /// finds (on push, the feedback check and proposals); without an answer by the deadline the
+    /// detector's verdict stands. The key comes from MEMSYNC_FEEDBACK_JUDGE_KEY or the variable
+    /// --feedback-judge-key-env names, never from a flag or the file.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_FEEDBACK_JUDGE_URL",
+        value_name = "URL"
+    )]
+    pub feedback_judge_url: Option<String>,
+    /// The judge's API: `openai` or `anthropic`.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_FEEDBACK_JUDGE_API",
+        default_value = "openai"
+    )]
+    pub feedback_judge_api: String,
+    /// The model the judge's endpoint is asked for (needed with --feedback-judge-url).
+    #[arg(long, global = true, env = "MEMSYNC_FEEDBACK_JUDGE_MODEL")]
+    pub feedback_judge_model: Option<String>,
+    /// The NAME of the environment variable that holds the judge's API key (instead of
+    /// MEMSYNC_FEEDBACK_JUDGE_KEY).
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_FEEDBACK_JUDGE_KEY_ENV",
+        value_name = "VAR"
+    )]
+    pub feedback_judge_key_env: Option<String>,
+    /// The deadline of one check's judging (all its pairs together), in milliseconds, at most
+    /// 60000; a push waits at most this long for the judge.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_FEEDBACK_JUDGE_TIMEOUT_MS",
+        default_value_t = 5_000
+    )]
+    pub feedback_judge_timeout_ms: u64,
     /// Log format: `auto` (JSON when stderr is not a terminal), `json` or `text`.
     #[arg(
         long,
@@ -392,6 +434,8 @@ pub struct Config {
     pub public_url: Option<String>,
     pub console_idle_timeout: Duration,
     pub console_max_session: Duration,
+    /// The model judge's settings as given; checked when the server starts.
+    pub feedback_judge: crate::sync::judge::JudgeArgs,
 }
 
 impl Config {
@@ -458,6 +502,13 @@ impl Config {
             public_url: g.public_url.clone().filter(|u| !u.is_empty()),
             console_idle_timeout: g.console_idle_timeout,
             console_max_session: g.console_max_session,
+            feedback_judge: crate::sync::judge::JudgeArgs {
+                url: g.feedback_judge_url.clone(),
+                api: g.feedback_judge_api.clone(),
+                model: g.feedback_judge_model.clone(),
+                key_env: g.feedback_judge_key_env.clone(),
+                timeout_ms: g.feedback_judge_timeout_ms,
+            },
         }
     }
 

@@ -71,6 +71,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Rescan { all, json } => rescan_cmd(cfg, all, json).await,
         Command::Config(ConfigCommand::Show) => {
             print!("{}", cli.global.resolved.show());
+            // What `serve` would refuse, said now (the key itself is never printed).
+            cfg.feedback_judge.build().map_err(anyhow::Error::msg)?;
             Ok(())
         }
     }
@@ -106,6 +108,7 @@ fn keys(cfg: &Config) -> anyhow::Result<Keys> {
 async fn serve(cfg: Config) -> anyhow::Result<()> {
     cfg.export.validate()?;
     install_scan_rules(&cfg)?;
+    sync::judge::install(cfg.feedback_judge.build().map_err(anyhow::Error::msg)?);
     // Every pattern now, so that no request pays for compiling one.
     memsync_core::scan::scanner().compile_all();
     let keys = Arc::new(keys(&cfg)?);

@@ -536,9 +536,8 @@ async fn feedback_check(
             "the candidate is larger than a memory may be".into(),
         ));
     }
-    let mut conn = state.pool.acquire().await?;
     let findings =
-        crate::sync::feedback::check_candidate(&mut conn, &project, &req.path, &req.content)
+        crate::sync::feedback::check_candidate(&state.pool, &project, &req.path, &req.content)
             .await?;
     Ok(Json(memsync_core::wire::FeedbackCheckResponse { findings }).into_response())
 }

@@ -187,13 +187,18 @@ pub async fn show(
         Kind::Due => (published_text, String::new(), false),
         Kind::Flagged => (p.content.clone(), String::new(), false),
     };
-    let feedback = match (&content, p.kind, p.op) {
+    let found = match (&content, p.kind, p.op) {
         (Some(text), Kind::Change, PushOp::Put) => {
-            crate::sync::feedback::proposal_findings(&mut conn, project, &p.path, text).await?
+            Some(crate::sync::feedback::proposal_findings(&mut conn, project, &p.path, text).await?)
         }
-        _ => Vec::new(),
+        _ => None,
     };
     drop(conn);
+    // The model judge (if configured) is asked with the connection back in the pool.
+    let feedback = match found {
+        Some(found) => found.judged("proposal").await,
+        None => Vec::new(),
+    };
     if content.is_some() && !seen.author {
         audit_event(
             pool,

@@ -6,6 +6,7 @@
 mod decide;
 pub mod feedback;
 pub mod index;
+pub mod judge;
 mod layout;
 mod propose;
 mod push;

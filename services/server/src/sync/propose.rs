@@ -28,7 +28,7 @@ pub(super) async fn propose(
     limits: SyncLimits,
     meta: &PushMeta<'_>,
     locked: &LockedProject,
-    (checked, snapshot): (Vec<CheckedChange>, PushSnapshot),
+    (checked, snapshot, judged): (Vec<CheckedChange>, PushSnapshot, feedback::Judged),
     req: &PushRequest,
     reviewer: &mut Reviewer<'_>,
 ) -> Result<PushResponse, Stop> {
@@ -61,7 +61,7 @@ pub(super) async fn propose(
         let Some(change) = by_path.get(path.as_str()) else {
             continue;
         };
-        proposed.push(propose_one(&mut *tx, meta, change, &provenance, &mut trail).await?);
+        proposed.push(propose_one(&mut *tx, meta, change, &provenance, &judged, &mut trail).await?);
     }
     let event = AuditEvent {
         team: Some(project.team()),
@@ -115,6 +115,7 @@ async fn propose_one(
     meta: &PushMeta<'_>,
     change: &CheckedChange,
     provenance: &serde_json::Value,
+    judged: &feedback::Judged,
     trail: &mut Trail,
 ) -> ApiResult<Proposed> {
     let project: &ProjectId = meta.project;
@@ -163,7 +164,9 @@ async fn propose_one(
     }
 
     let findings = match change.content.as_deref() {
-        Some(text) => feedback::proposal_findings(&mut *tx, project, path, text).await?,
+        Some(text) => feedback::proposal_findings(&mut *tx, project, path, text)
+            .await?
+            .with(judged),
         None => Vec::new(),
     };
     let findings = serde_json::to_value(findings).map_err(|e| ApiError::Internal(e.into()))?;

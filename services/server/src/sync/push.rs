@@ -152,6 +152,9 @@ pub async fn push(
         ))
         .await?;
     let keys = BatchKeys::of(&checked);
+    // The model judge, if one is configured, is asked before the transaction: no lock is held
+    // while it thinks (bounded by its deadline).
+    let judged = feedback::prejudge(pool, project, &checked).await?;
 
     // The database work of the push: lock, decide, write, commit.
     let span = tracing::info_span!(
@@ -178,7 +181,7 @@ pub async fn push(
                 limits,
                 &meta,
                 &locked,
-                (checked, snapshot),
+                (checked, snapshot, judged),
                 &req,
                 &mut reviewer,
             )
@@ -190,7 +193,7 @@ pub async fn push(
                 limits,
                 &meta,
                 &locked,
-                (checked, snapshot),
+                (checked, snapshot, judged),
                 &req,
                 &mut reviewer,
             )
@@ -271,10 +274,13 @@ pub async fn push_in(
     let audit_base = audit_base(meta);
     let checked = screen(pool, limits, meta, &audit_base, req).await?;
     let keys = BatchKeys::of(&checked);
+    // Before the lock, on a connection of its own (the caller's transaction waits, bounded by
+    // the judge's deadline).
+    let judged = feedback::prejudge(pool, meta.project, &checked).await?;
     let locked = lock(tx, meta.project, false).await?;
     let snapshot = keys.snapshot(tx, meta, None).await?;
     let mut reviewer = Reviewer::new(meta.principal, meta.project);
-    let batch = (checked, snapshot);
+    let batch = (checked, snapshot, judged);
     match apply(tx, limits, meta, &locked, batch, req, &mut reviewer).await {
         Ok((r, _)) => Ok(r),
         Err(stop) => Err(stop.finish(pool, &audit_base).await),
@@ -346,7 +352,7 @@ async fn apply(
     limits: SyncLimits,
     meta: &PushMeta<'_>,
     locked: &memories::LockedProject,
-    (checked, snapshot): (Vec<CheckedChange>, PushSnapshot),
+    (checked, snapshot, judged): (Vec<CheckedChange>, PushSnapshot, feedback::Judged),
     req: &PushRequest,
     reviewer: &mut Reviewer<'_>,
 ) -> Result<(PushResponse, bool), Stop> {
@@ -369,6 +375,7 @@ async fn apply(
             w.disabled = w.content.is_none();
         }
     }
+    plan.judged = judged;
     let ready = check(&mut *tx, limits, meta, locked, &checked, plan, req).await?;
     Ok(commit(&mut *tx, meta, locked, ready, req.provenance.as_ref()).await?)
 }
@@ -381,6 +388,8 @@ pub(super) struct Plan {
     pushed_indexes: BTreeMap<String, (Option<Sha256>, Option<String>)>,
     /// The stored state of every path the plan touches.
     current: HashMap<String, Stored>,
+    /// What the model judge said of the batch's feedback pairs before the lock.
+    judged: feedback::Judged,
 }
 
 /// Step 2: each file's decision against the stored state (`decide`); any conflict stops the
@@ -472,6 +481,7 @@ pub(super) async fn plan(
         writes,
         pushed_indexes,
         current,
+        judged: feedback::Judged::default(),
     })
 }
 
@@ -585,7 +595,7 @@ async fn supersede(
     checked: &[CheckedChange],
     plan: &mut Plan,
 ) -> Result<(), Stop> {
-    match feedback::check(&mut *tx, project, checked).await? {
+    match feedback::check(&mut *tx, project, checked, &plan.judged).await? {
         Ok(superseded) => {
             plan.current
                 .extend(memories::current(&mut *tx, project, &superseded).await?);

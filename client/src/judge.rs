@@ -1,0 +1,490 @@
+//! The model judge on this machine (see `memsync_core::feedback_judge`): `memsync check` and the
+//! session-start hook can ask an OpenAI- or Anthropic-compatible endpoint that the user
+//! configured about the private/team pairs the detector finds. Private memories go to that
+//! endpoint only, never to the memsync server.
+//!
+//! Settings come from the environment (`MEMSYNC_FEEDBACK_JUDGE_*`), else from the user's own
+//! `$XDG_CONFIG_HOME/memsync/config.toml` (`[feedback_judge]`), never from the repository's
+//! `.memsync.toml`: a file committed by anyone must not be able to send private memories
+//! somewhere. The key is read from the environment variable the settings name; memsync never
+//! writes it to a file and never prints it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use memsync_core::feedback::{Finding, Note};
+use memsync_core::feedback_judge::{
+    self as fj, Answer, Api, CONCURRENCY, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES, ParseError,
+};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde::Deserialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::config::Env;
+
+pub const ENV_URL: &str = "MEMSYNC_FEEDBACK_JUDGE_URL";
+pub const ENV_API: &str = "MEMSYNC_FEEDBACK_JUDGE_API";
+pub const ENV_MODEL: &str = "MEMSYNC_FEEDBACK_JUDGE_MODEL";
+pub const ENV_KEY_ENV: &str = "MEMSYNC_FEEDBACK_JUDGE_KEY_ENV";
+pub const ENV_TIMEOUT_MS: &str = "MEMSYNC_FEEDBACK_JUDGE_TIMEOUT_MS";
+/// Holds the key when no other variable is named.
+pub const ENV_KEY: &str = "MEMSYNC_FEEDBACK_JUDGE_KEY";
+
+/// A setting that is not valid, named with where it came from. Never holds the key.
+#[derive(Debug, thiserror::Error)]
+#[error("{setting} (from {origin}): {reason}")]
+pub struct JudgeConfigError {
+    pub setting: String,
+    pub origin: String,
+    pub reason: String,
+}
+
+/// `[feedback_judge]` of the user's config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileJudge {
+    url: Option<String>,
+    api: Option<String>,
+    model: Option<String>,
+    key_env: Option<String>,
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct UserFile {
+    #[serde(default)]
+    feedback_judge: Option<FileJudge>,
+}
+
+/// `$XDG_CONFIG_HOME/memsync/config.toml`, else `$HOME/.config/memsync/config.toml`.
+pub fn user_config_path(env: &dyn Env) -> Option<PathBuf> {
+    crate::config::Credentials::path(env).map(|p| p.with_file_name("config.toml"))
+}
+
+/// A judge configured on this machine.
+pub struct Judge {
+    http: reqwest::Client,
+    api: Api,
+    url: String,
+    endpoint: String,
+    model: String,
+    headers: HeaderMap,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Judge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Judge")
+            .field("api", &self.api)
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+fn nonempty(v: Option<String>) -> Option<String> {
+    v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+/// The judge the environment and the user's config file describe (`None`: no URL, no judge).
+pub fn resolve(env: &dyn Env) -> Result<Option<Judge>, JudgeConfigError> {
+    let path = user_config_path(env);
+    let file_origin = path
+        .as_ref()
+        .map_or_else(String::new, |p| format!("{} [feedback_judge]", p.display()));
+    let file = match path.as_ref().map(std::fs::read_to_string) {
+        Some(Ok(text)) => toml::from_str::<UserFile>(&text)
+            .map_err(|e| JudgeConfigError {
+                setting: "the user config file".into(),
+                origin: file_origin.clone(),
+                reason: format!("not valid: {}", e.message().trim()),
+            })?
+            .feedback_judge
+            .unwrap_or_default(),
+        _ => FileJudge::default(),
+    };
+    let pick =
+        |var: &str, from_file: Option<String>, key: &str| -> Option<(String, String, String)> {
+            match nonempty(env.var(var)) {
+                Some(v) => Some((v, var.to_owned(), var.to_owned())),
+                None => nonempty(from_file).map(|v| (v, format!("`{key}`"), file_origin.clone())),
+            }
+        };
+    let Some((raw_url, url_setting, url_origin)) = pick(ENV_URL, file.url, "url") else {
+        return Ok(None);
+    };
+    let err = |setting: &str, origin: &str, reason: &str| JudgeConfigError {
+        setting: setting.to_owned(),
+        origin: origin.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let url = fj::parse_url(&raw_url).map_err(|why| err(&url_setting, &url_origin, why))?;
+    let api = match pick(ENV_API, file.api, "api") {
+        Some((v, s, o)) => v.parse::<Api>().map_err(|why| err(&s, &o, why))?,
+        None => Api::OpenAi,
+    };
+    let model = match pick(ENV_MODEL, file.model, "model") {
+        Some((v, s, o)) => fj::parse_model(&v).map_err(|why| err(&s, &o, why))?,
+        None => {
+            return Err(err(
+                ENV_MODEL,
+                "the environment and the user config file",
+                "not set; a judge URL needs the model to ask for, e.g. MEMSYNC_FEEDBACK_JUDGE_MODEL=gpt-4o-mini",
+            ));
+        }
+    };
+    let timeout = match nonempty(env.var(ENV_TIMEOUT_MS)) {
+        Some(v) => {
+            let ms = v.parse::<u64>().map_err(|_| {
+                err(
+                    ENV_TIMEOUT_MS,
+                    ENV_TIMEOUT_MS,
+                    "expected a whole number of milliseconds",
+                )
+            })?;
+            fj::parse_timeout_ms(ms).map_err(|why| err(ENV_TIMEOUT_MS, ENV_TIMEOUT_MS, why))?
+        }
+        None => match file.timeout_ms {
+            Some(ms) => {
+                fj::parse_timeout_ms(ms).map_err(|why| err("`timeout_ms`", &file_origin, why))?
+            }
+            None => DEFAULT_TIMEOUT,
+        },
+    };
+    let key = match pick(ENV_KEY_ENV, file.key_env, "key_env") {
+        Some((name, s, o)) => {
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(err(
+                    &s,
+                    &o,
+                    "must be the NAME of an environment variable (letters, digits, `_`), not the key",
+                ));
+            }
+            match nonempty(env.var(&name)) {
+                Some(k) => Some(k),
+                None => {
+                    return Err(err(
+                        &s,
+                        &o,
+                        &format!("names {name}, which is not set in this environment"),
+                    ));
+                }
+            }
+        }
+        None => nonempty(env.var(ENV_KEY)),
+    };
+    Judge::new(api, &url, model, key, timeout)
+        .map(Some)
+        .map_err(|why| err(&url_setting, &url_origin, &why))
+}
+
+/// Why a pair got no usable answer (no memory text, no key).
+#[derive(Debug, Clone)]
+enum Failure {
+    Timeout,
+    Connect,
+    Status(u16),
+    TooLarge,
+    Answer(ParseError),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Timeout => f.write_str("no answer before the deadline"),
+            Failure::Connect => f.write_str("could not reach it"),
+            Failure::Status(s) => write!(f, "it answered HTTP {s}"),
+            Failure::TooLarge => f.write_str("its answer was too large"),
+            Failure::Answer(e) => write!(f, "unusable answer: {e}"),
+        }
+    }
+}
+
+impl Judge {
+    pub fn new(
+        api: Api,
+        url: &str,
+        model: String,
+        key: Option<String>,
+        timeout: Duration,
+    ) -> Result<Judge, String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in api.headers(key.as_deref()) {
+            let mut v = HeaderValue::from_str(&value)
+                .map_err(|_| "the key holds characters a header cannot carry".to_owned())?;
+            v.set_sensitive(true);
+            headers.insert(HeaderName::from_static(name), v);
+        }
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder();
+        if url.starts_with("http://") {
+            // Nothing to verify: no certificate store is loaded.
+            builder = builder.tls_certs_only([]);
+        }
+        let http = builder
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .user_agent(concat!("memsync/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Judge {
+            http,
+            api,
+            endpoint: api.endpoint(url),
+            url: url.to_owned(),
+            model,
+            headers,
+            timeout,
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The findings after the judge, asked about every pair at once (at most [`CONCURRENCY`] at
+    /// a time) within `min(timeout, limit)`; `texts(path, is_a)` gives a pair's texts. The
+    /// `String` is one line to tell the user when some pairs got no usable answer. Blocking: runs
+    /// its own small runtime, so call it outside any other runtime's `block_on`.
+    pub fn judge_blocking(
+        &self,
+        findings: Vec<Finding>,
+        texts: impl Fn(&Finding) -> (String, String),
+        limit: Duration,
+    ) -> (Vec<Finding>, Option<String>) {
+        if findings.is_empty() {
+            return (findings, None);
+        }
+        let budget = self.timeout.min(limit);
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => return (findings, Some(format!("cannot start its runtime: {e}"))),
+        };
+        let bodies: Vec<serde_json::Value> = findings
+            .iter()
+            .map(|f| {
+                let (a, b) = texts(f);
+                fj::request_body(
+                    self.api,
+                    &self.model,
+                    &Note {
+                        path: &f.a,
+                        text: &a,
+                    },
+                    &Note {
+                        path: &f.b,
+                        text: &b,
+                    },
+                    f,
+                )
+            })
+            .collect();
+        let results = rt.block_on(self.ask_all(bodies, budget));
+        let failed: Vec<&Failure> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+        let note = failed.first().map(|first| {
+            format!(
+                "the feedback judge at {} was unavailable for {} of {} pair(s) ({first}); the detector's verdict stands for those",
+                self.url,
+                failed.len(),
+                results.len()
+            )
+        });
+        let answers: Vec<Option<Answer>> = results.into_iter().map(Result::ok).collect();
+        (fj::apply(findings, &answers, &self.model), note)
+    }
+
+    async fn ask_all(
+        &self,
+        bodies: Vec<serde_json::Value>,
+        budget: Duration,
+    ) -> Vec<Result<Answer, Failure>> {
+        let deadline = Instant::now() + budget;
+        let n = bodies.len();
+        let permits = Arc::new(Semaphore::new(CONCURRENCY));
+        let mut set = JoinSet::new();
+        for (i, body) in bodies.into_iter().enumerate() {
+            let http = self.http.clone();
+            let headers = self.headers.clone();
+            let endpoint = self.endpoint.clone();
+            let api = self.api;
+            let permits = permits.clone();
+            set.spawn(async move {
+                let asked = async {
+                    let _permit = permits
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| Failure::Timeout)?;
+                    ask(&http, api, &endpoint, headers, &body).await
+                };
+                let r = tokio::time::timeout_at(deadline, asked)
+                    .await
+                    .unwrap_or(Err(Failure::Timeout));
+                (i, r)
+            });
+        }
+        let mut out: Vec<Result<Answer, Failure>> = (0..n).map(|_| Err(Failure::Timeout)).collect();
+        let _ = tokio::time::timeout_at(deadline + Duration::from_millis(50), async {
+            while let Some(joined) = set.join_next().await {
+                if let Ok((i, r)) = joined {
+                    out[i] = r;
+                }
+            }
+        })
+        .await;
+        out
+    }
+}
+
+async fn ask(
+    http: &reqwest::Client,
+    api: Api,
+    endpoint: &str,
+    headers: HeaderMap,
+    body: &serde_json::Value,
+) -> Result<Answer, Failure> {
+    let bytes = serde_json::to_vec(body).map_err(|_| Failure::Connect)?;
+    let failed = |e: reqwest::Error| {
+        if e.is_timeout() {
+            Failure::Timeout
+        } else {
+            Failure::Connect
+        }
+    };
+    let mut resp = http
+        .post(endpoint)
+        .headers(headers)
+        .body(bytes)
+        .send()
+        .await
+        .map_err(failed)?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(Failure::Status(status.as_u16()));
+    }
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(failed)? {
+        buf.extend_from_slice(&chunk);
+        if buf.len() > MAX_RESPONSE_BYTES {
+            return Err(Failure::TooLarge);
+        }
+    }
+    fj::parse_response(api, &buf).map_err(Failure::Answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k: &str| map.get(k).cloned()
+    }
+
+    #[test]
+    fn settings_come_from_the_environment_then_the_user_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_str().unwrap().to_owned();
+        assert!(resolve(&env_of(&[("HOME", &home)])).unwrap().is_none());
+        let j = resolve(&env_of(&[
+            ("HOME", &home),
+            (ENV_URL, "http://127.0.0.1:9/v1/"),
+            (ENV_MODEL, "m"),
+            (ENV_API, "anthropic"),
+            (ENV_KEY_ENV, "MY_KEY"),
+            ("MY_KEY", "sk-secret-1"),
+            (ENV_TIMEOUT_MS, "1500"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(j.url(), "http://127.0.0.1:9/v1");
+        assert_eq!(j.endpoint, "http://127.0.0.1:9/v1/messages");
+        assert_eq!(j.timeout(), Duration::from_millis(1500));
+        assert!(!format!("{j:?}").contains("sk-secret-1"));
+
+        let dir = tmp.path().join(".config/memsync");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.toml"),
+            "[feedback_judge]\nurl = \"https://llm.example/v1\"\nmodel = \"file-model\"\ntimeout_ms = 800\n",
+        )
+        .unwrap();
+        let j = resolve(&env_of(&[("HOME", &home)])).unwrap().unwrap();
+        assert_eq!(
+            (j.url(), j.model()),
+            ("https://llm.example/v1", "file-model")
+        );
+        assert_eq!(j.timeout(), Duration::from_millis(800));
+        // The environment wins, setting by setting.
+        let j = resolve(&env_of(&[("HOME", &home), (ENV_MODEL, "env-model")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (j.url(), j.model()),
+            ("https://llm.example/v1", "env-model")
+        );
+    }
+
+    #[test]
+    fn bad_settings_name_themselves_and_never_the_key() {
+        let cases: [(&[(&str, &str)], &str); 6] = [
+            (&[(ENV_URL, "ftp://x"), (ENV_MODEL, "m")], ENV_URL),
+            (&[(ENV_URL, "http://x")], ENV_MODEL),
+            (
+                &[(ENV_URL, "http://x"), (ENV_MODEL, "m"), (ENV_API, "gemini")],
+                ENV_API,
+            ),
+            (
+                &[
+                    (ENV_URL, "http://x"),
+                    (ENV_MODEL, "m"),
+                    (ENV_TIMEOUT_MS, "soon"),
+                ],
+                ENV_TIMEOUT_MS,
+            ),
+            (
+                &[
+                    (ENV_URL, "http://x"),
+                    (ENV_MODEL, "m"),
+                    (ENV_KEY_ENV, "NOPE_UNSET"),
+                ],
+                "NOPE_UNSET",
+            ),
+            (
+                &[
+                    (ENV_URL, "http://x"),
+                    (ENV_MODEL, "m"),
+                    (ENV_KEY_ENV, "sk-live-123"),
+                ],
+                ENV_KEY_ENV,
+            ),
+        ];
+        for (vars, named) in cases {
+            let mut all = vars.to_vec();
+            all.push(("HOME", "/nonexistent-memsync-home"));
+            let e = resolve(&env_of(&all)).unwrap_err().to_string();
+            assert!(e.contains(named), "{e}");
+            assert!(!e.contains("sk-live-123"), "{e}");
+        }
+    }
+}

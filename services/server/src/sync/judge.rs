@@ -1,0 +1,329 @@
+//! The model judge on the server (`--feedback-judge-url`, see `memsync_core::feedback_judge`):
+//! the detector's candidate pairs of one check are sent to the operator's endpoint, at most
+//! [`CONCURRENCY`] at a time, and the whole judging step ends by its deadline. A pair without a
+//! usable answer by then (timeout, connection error, a status other than 2xx, an answer that
+//! does not parse) keeps the detector's verdict, and one warning is logged for the step: never
+//! the key, never memory text.
+//!
+//! The judge is installed once per process at start-up ([`install`]), like the extra scanner
+//! rules, and read by every feedback check ([`get`]).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use memsync_core::feedback::{Finding, Note};
+use memsync_core::feedback_judge::{
+    self as fj, Answer, Api, CONCURRENCY, MAX_RESPONSE_BYTES, ParseError,
+};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+/// The environment variable that may hold the key (never a flag, never the file).
+pub const KEY_ENV: &str = "MEMSYNC_FEEDBACK_JUDGE_KEY";
+
+/// The judge's settings as given (flags, environment, file); checked by [`JudgeArgs::build`].
+#[derive(Debug, Clone, Default)]
+pub struct JudgeArgs {
+    pub url: Option<String>,
+    pub api: String,
+    pub model: Option<String>,
+    /// The name of the environment variable holding the key.
+    pub key_env: Option<String>,
+    pub timeout_ms: u64,
+}
+
+fn set(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+impl JudgeArgs {
+    /// The judge these settings describe (`None`: no URL, no judge), or what is wrong, naming
+    /// the setting. Reads the key from the environment.
+    pub fn build(&self) -> Result<Option<FeedbackJudge>, String> {
+        let Some(raw_url) = set(&self.url) else {
+            if set(&self.model).is_some() || set(&self.key_env).is_some() {
+                return Err("--feedback-judge-model or --feedback-judge-key-env is set but --feedback-judge-url (MEMSYNC_FEEDBACK_JUDGE_URL) is not; give the endpoint's base URL, or unset them".into());
+            }
+            return Ok(None);
+        };
+        let url = fj::parse_url(raw_url).map_err(|why| {
+            format!("--feedback-judge-url (MEMSYNC_FEEDBACK_JUDGE_URL) is not a valid URL: {why}")
+        })?;
+        let api: Api = self.api.parse().map_err(|why| {
+            format!(
+                "--feedback-judge-api (MEMSYNC_FEEDBACK_JUDGE_API) `{}`: {why}",
+                fj::one_line(&self.api, 40)
+            )
+        })?;
+        let model = fj::parse_model(set(&self.model).unwrap_or_default()).map_err(|why| {
+            format!("--feedback-judge-model (MEMSYNC_FEEDBACK_JUDGE_MODEL), needed with --feedback-judge-url: {why}")
+        })?;
+        let timeout = fj::parse_timeout_ms(self.timeout_ms).map_err(|why| {
+            format!("--feedback-judge-timeout-ms (MEMSYNC_FEEDBACK_JUDGE_TIMEOUT_MS): {why}")
+        })?;
+        let key = match set(&self.key_env) {
+            Some(name) => {
+                if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err("--feedback-judge-key-env (MEMSYNC_FEEDBACK_JUDGE_KEY_ENV) must be the NAME of an environment variable (letters, digits, `_`), not the key".into());
+                }
+                match std::env::var(name) {
+                    Ok(k) if !k.trim().is_empty() => Some(k),
+                    _ => {
+                        return Err(format!(
+                            "--feedback-judge-key-env (MEMSYNC_FEEDBACK_JUDGE_KEY_ENV) names {name}, which is not set in the server's environment"
+                        ));
+                    }
+                }
+            }
+            None => std::env::var(KEY_ENV).ok().filter(|k| !k.trim().is_empty()),
+        };
+        FeedbackJudge::new(api, &url, model, key, timeout).map(Some)
+    }
+}
+
+/// A configured judge: where it is, what it speaks, its deadline.
+pub struct FeedbackJudge {
+    http: reqwest::Client,
+    api: Api,
+    url: String,
+    endpoint: String,
+    model: String,
+    headers: HeaderMap,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for FeedbackJudge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeedbackJudge")
+            .field("api", &self.api)
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a pair got no usable answer (a warning's words: no memory text, no key).
+#[derive(Debug, Clone)]
+enum Failure {
+    Timeout,
+    Connect,
+    Status(u16),
+    TooLarge,
+    Answer(ParseError),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Timeout => f.write_str("no answer before the deadline"),
+            Failure::Connect => f.write_str("the request failed (connection)"),
+            Failure::Status(s) => write!(f, "HTTP status {s}"),
+            Failure::TooLarge => f.write_str("the answer was too large"),
+            Failure::Answer(e) => write!(f, "unusable answer: {e}"),
+        }
+    }
+}
+
+impl FeedbackJudge {
+    pub fn new(
+        api: Api,
+        url: &str,
+        model: String,
+        key: Option<String>,
+        timeout: Duration,
+    ) -> Result<FeedbackJudge, String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in api.headers(key.as_deref()) {
+            let mut v = HeaderValue::from_str(&value).map_err(|_| {
+                "the feedback judge's key holds characters a header cannot carry".to_owned()
+            })?;
+            v.set_sensitive(true);
+            headers.insert(HeaderName::from_static(name), v);
+        }
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .user_agent(concat!("memsync-server/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the feedback judge's HTTP client: {e}"))?;
+        Ok(FeedbackJudge {
+            http,
+            api,
+            endpoint: api.endpoint(url),
+            url: url.to_owned(),
+            model,
+            headers,
+            timeout,
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The judge's answer about each pair (`None` where it gave none by the deadline); `what`
+    /// names the check in the warning. Pairs are `(finding, a's text, b's text)`.
+    pub async fn answers(
+        &self,
+        pairs: &[(&Finding, &str, &str)],
+        what: &str,
+    ) -> Vec<Option<Answer>> {
+        if pairs.is_empty() {
+            return Vec::new();
+        }
+        let bodies: Vec<serde_json::Value> = pairs
+            .iter()
+            .map(|(f, a, b)| {
+                fj::request_body(
+                    self.api,
+                    &self.model,
+                    &Note {
+                        path: &f.a,
+                        text: a,
+                    },
+                    &Note {
+                        path: &f.b,
+                        text: b,
+                    },
+                    f,
+                )
+            })
+            .collect();
+        let started = Instant::now();
+        let results = self.ask_all(bodies, started + self.timeout).await;
+        let failed: Vec<&Failure> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+        if let Some(first) = failed.first() {
+            tracing::warn!(
+                check = what,
+                judge = %self.url,
+                failed = failed.len(),
+                pairs = pairs.len(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                reason = %first,
+                "feedback judge unavailable for some pairs; the detector's verdict stands for those"
+            );
+        }
+        results.into_iter().map(Result::ok).collect()
+    }
+
+    async fn ask_all(
+        &self,
+        bodies: Vec<serde_json::Value>,
+        deadline: Instant,
+    ) -> Vec<Result<Answer, Failure>> {
+        let n = bodies.len();
+        let permits = Arc::new(Semaphore::new(CONCURRENCY));
+        let mut set = JoinSet::new();
+        for (i, body) in bodies.into_iter().enumerate() {
+            let http = self.http.clone();
+            let headers = self.headers.clone();
+            let endpoint = self.endpoint.clone();
+            let api = self.api;
+            let permits = permits.clone();
+            set.spawn(async move {
+                let asked = async {
+                    let _permit = permits
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| Failure::Timeout)?;
+                    ask(&http, api, &endpoint, headers, &body).await
+                };
+                let r = tokio::time::timeout_at(deadline, asked)
+                    .await
+                    .unwrap_or(Err(Failure::Timeout));
+                (i, r)
+            });
+        }
+        let mut out: Vec<Result<Answer, Failure>> = (0..n).map(|_| Err(Failure::Timeout)).collect();
+        // Every task ends by the deadline; the margin covers scheduling, then the rest is aborted.
+        let _ = tokio::time::timeout_at(deadline + Duration::from_millis(50), async {
+            while let Some(joined) = set.join_next().await {
+                if let Ok((i, r)) = joined {
+                    out[i] = r;
+                }
+            }
+        })
+        .await;
+        out
+    }
+}
+
+async fn ask(
+    http: &reqwest::Client,
+    api: Api,
+    endpoint: &str,
+    headers: HeaderMap,
+    body: &serde_json::Value,
+) -> Result<Answer, Failure> {
+    let bytes = serde_json::to_vec(body).map_err(|_| Failure::Connect)?;
+    let mut resp = http
+        .post(endpoint)
+        .headers(headers)
+        .body(bytes)
+        .send()
+        .await
+        .map_err(|e| {
+            if e.is_timeout() {
+                Failure::Timeout
+            } else {
+                Failure::Connect
+            }
+        })?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(Failure::Status(status.as_u16()));
+    }
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| {
+        if e.is_timeout() {
+            Failure::Timeout
+        } else {
+            Failure::Connect
+        }
+    })? {
+        buf.extend_from_slice(&chunk);
+        if buf.len() > MAX_RESPONSE_BYTES {
+            return Err(Failure::TooLarge);
+        }
+    }
+    fj::parse_response(api, &buf).map_err(Failure::Answer)
+}
+
+static JUDGE: OnceLock<Option<FeedbackJudge>> = OnceLock::new();
+
+/// Installs the process's judge (once, at start-up; later calls change nothing).
+pub fn install(judge: Option<FeedbackJudge>) {
+    if let Some(j) = &judge {
+        tracing::info!(
+            judge = %j.url,
+            api = %j.api,
+            model = %j.model,
+            timeout_ms = j.timeout.as_millis() as u64,
+            "feedback judge configured"
+        );
+    }
+    let _ = JUDGE.set(judge);
+}
+
+/// The process's judge, if one is configured.
+pub fn get() -> Option<&'static FeedbackJudge> {
+    JUDGE.get().and_then(Option::as_ref)
+}
