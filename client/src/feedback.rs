@@ -19,6 +19,9 @@ pub struct PrivateConflict {
     /// `contradiction` or `related`.
     pub kind: String,
     pub reason: String,
+    /// How likely the pair is to contradict, 0–1000 (1000 for a contradiction; for a related
+    /// pair, how much of the two rules is shared): orders the session-start notice.
+    pub likelihood: u32,
 }
 
 /// Every `.md` file under `dir` (relative path, text), skipping `skip` (the team dir inside the
@@ -124,6 +127,7 @@ fn conflicts(
             team: f.b,
             kind: kind_name(f.kind).into(),
             reason: f.reason,
+            likelihood: f.likelihood,
         })
         .collect()
 }

@@ -197,3 +197,59 @@ async fn the_stateless_check_leaves_no_trace() {
     assert_eq!(count(&db, "SELECT count(*) FROM audit_log").await, before);
     assert!(!server.log().contains(&canary));
 }
+
+/// Pairs on one subject that the detector cannot call contradictions reach the agent at session
+/// start, most likely first, with the rule that the team memory wins.
+#[tokio::test]
+async fn same_subject_pairs_are_listed_for_the_agent_at_session_start() {
+    let (server, _db) = Server::start().await;
+    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
+    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
+    alice.write(
+        "retries.md",
+        &memory(
+            "webhook-retries",
+            "customer webhooks are retried with exponential backoff",
+            "feedback",
+            "Retry failed customer webhook deliveries with exponential backoff and jitter, \
+             starting at 30 seconds.\n",
+        ),
+    );
+    assert_eq!(alice.run(&["push"]).code, 0);
+    assert_eq!(bob.run(&["pull"]).code, 0);
+    std::fs::write(
+        bob.private_dir().join("webhooks.md"),
+        memory(
+            "webhook-deliveries",
+            "log every customer webhook delivery attempt",
+            "feedback",
+            "Log every customer webhook delivery attempt with the response status and backoff delay.\n",
+        ),
+    )
+    .unwrap();
+    let r = bob.run(&["check", "--json"]);
+    let conflicts = r.json()["conflicts"].as_array().unwrap().clone();
+    let pair = conflicts
+        .iter()
+        .find(|c| c["private"] == "webhooks.md" && c["team"] == "retries.md")
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert_eq!(pair["kind"], "related", "{}", r.stdout);
+    assert!(pair["likelihood"].as_u64().unwrap() < 1000);
+
+    let input = json!({ "session_id": "s", "cwd": bob.repo, "hook_event_name": "SessionStart", "source": "startup" });
+    let r = bob.run_stdin(&["hook", "session-start"], &input.to_string());
+    let ctx = r.json()["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        ctx.contains(
+            "the team memory wins unless the private memory says `overrides: <team path>`"
+        ),
+        "{ctx}"
+    );
+    assert!(
+        ctx.contains("- private webhooks.md / team retries.md: both about"),
+        "{ctx}"
+    );
+}

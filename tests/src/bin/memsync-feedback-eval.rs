@@ -113,6 +113,31 @@ fn score_set(which: &str, misses: bool) {
         score.summary(&format!("set {} ({} topics)", set.name, set.topics))
     );
     println!("  compared in {:.1} ms", elapsed.as_secs_f64() * 1000.0);
+    // The model judge classifies only the detector's candidate pairs. A stand-in that answers
+    // each candidate as it is labelled shows the most a judge can reach on top of this detector.
+    let oracle: Vec<Option<memsync_core::feedback_judge::Answer>> = findings
+        .iter()
+        .map(|f| {
+            use memsync_core::feedback_judge::{Answer, Verdict};
+            let verdict = match set.label(&f.a, &f.b) {
+                Label::Contradiction => Verdict::Contradiction,
+                Label::Compatible => Verdict::Compatible,
+                Label::DifferentScope => Verdict::DifferentScope,
+                Label::Unrelated => Verdict::Unrelated,
+            };
+            Some(Answer {
+                verdict,
+                reason: "as labelled".into(),
+            })
+        })
+        .collect();
+    let judged = memsync_core::feedback_judge::apply(findings.clone(), &oracle, "stand-in");
+    let js = set.score(&judged);
+    println!(
+        "  with a model judge answering each candidate pair as labelled (stand-in): precision {:.3}, recall {:.3}",
+        js.precision(),
+        js.recall()
+    );
     let per_user = 10;
     println!(
         "  session-start notice, {} users of {per_user} private memories each against all {} team memories:",
@@ -122,7 +147,7 @@ fn score_set(which: &str, misses: bool) {
     for p in set.notice_curve(
         &findings,
         per_user,
-        &[Some(0), Some(3), Some(5), Some(10), Some(20), None],
+        &[Some(0), Some(3), Some(5), Some(8), Some(10), Some(20), None],
     ) {
         println!(
             "    related pairs listed at most {:>4}: {:>5.1} lines per session, contradictions reaching the agent {:.3}",
