@@ -623,6 +623,11 @@ fn tokenize(
             }
         }
     }
+    for (off, len, key) in Glossary::get().in_phrases(&lower[s..e]) {
+        if !toks.iter().any(|t| t.key == key && t.start == s + off) {
+            push_key(&mut toks, key, s + off, s + off + len, false);
+        }
+    }
     merge_compounds(&mut toks, lower);
     toks.truncate(MAX_TOKENS_PER_CLAUSE);
     toks

@@ -15,14 +15,14 @@ use std::sync::OnceLock;
 /// the start of a word (Korean attaches particles).
 #[rustfmt::skip]
 const ENTRIES: &[(&str, &[&str])] = &[
-    ("pr", &["prs", "mr", "mrs", "pull-request", "merge-request", "プルリクエスト", "プルリク", "合并请求", "拉取请求", "풀리퀘스트", "풀 리퀘스트"]),
+    ("pr", &["prs", "mr", "mrs", "pull-request", "merge-request", "pull request", "pull requests", "merge request", "merge requests", "プルリクエスト", "プルリク", "合并请求", "拉取请求", "풀리퀘스트", "풀 리퀘스트"]),
     ("database", &["db", "dbs", "databases", "datenbank", "datenbanken", "bdd", "banco", "datenbankschema", "データベース", "数据库", "資料庫", "데이터베이스", "디비"]),
     ("postgres", &["postgresql", "pg", "psql", "ポスグレ"]),
     ("kubernetes", &["k8s", "kube", "クバネティス"]),
-    ("e2e", &["end-to-end", "endtoend"]),
-    ("integration-test", &["integrationstest", "integrationstests", "結合テスト", "集成测试", "통합 테스트", "통합테스트"]),
-    ("unit-test", &["unittest", "unittests", "unit-tests", "単体テスト", "ユニットテスト", "单元测试", "단위 테스트", "단위테스트"]),
-    ("foreign-key", &["fk", "fks", "外键", "外部キー", "외래 키", "외래키"]),
+    ("e2e", &["end-to-end", "endtoend", "end to end", "browser tests", "browser test"]),
+    ("integration-test", &["integration test", "integration tests", "integration suite", "integrationstest", "integrationstests", "結合テスト", "集成测试", "통합 테스트", "통합테스트"]),
+    ("unit-test", &["unittest", "unittests", "unit-tests", "unit test", "unit tests", "単体テスト", "ユニットテスト", "单元测试", "단위 테스트", "단위테스트"]),
+    ("foreign-key", &["fk", "fks", "foreign key", "foreign keys", "外键", "外部キー", "외래 키", "외래키"]),
     ("typescript", &["ts", "tsx"]),
     ("javascript", &["js", "jsx"]),
     ("python", &["py"]),
@@ -58,7 +58,7 @@ const ENTRIES: &[(&str, &[&str])] = &[
     ("password", &["passwords", "passwort", "contraseña", "senha", "パスワード", "密码", "비밀번호"]),
     ("token", &["tokens", "トークン", "令牌", "토큰"]),
     ("cache", &["caches", "caching", "caché", "キャッシュ", "缓存", "캐시"]),
-    ("timezone", &["time-zone", "tz", "zeitzone", "fuseau", "タイムゾーン", "时区", "시간대"]),
+    ("timezone", &["time-zone", "tz", "time zone", "time zones", "zeitzone", "fuseau", "タイムゾーン", "时区", "시간대"]),
     ("comment", &["comments", "kommentar", "kommentare", "comentario", "comentarios", "commentaire", "commentaires", "comentário", "comentários", "commento", "commenti", "コメント", "注释", "评论", "주석", "코멘트"]),
     ("retry", &["retries", "retrying", "reintento", "reintentos", "réessai", "tentativa", "wiederholung", "リトライ", "再試行", "重试", "재시도"]),
     ("timeout", &["timeouts", "time-out", "タイムアウト", "超时", "타임아웃"]),
@@ -72,7 +72,7 @@ const ENTRIES: &[(&str, &[&str])] = &[
     ("format", &["formatting", "formatter", "フォーマット", "格式", "포맷"]),
     ("indentation", &["indent", "indents", "einrückung", "sangría", "indentação", "インデント", "缩进", "들여쓰기"]),
     ("changelog", &["change-log", "変更履歴", "更新日志", "변경 이력"]),
-    ("feature-flag", &["feature-flags", "feature-toggle", "feature-toggles", "フィーチャーフラグ", "功能开关", "기능 플래그"]),
+    ("feature-flag", &["feature-flags", "feature-toggle", "feature-toggles", "feature flag", "feature flags", "feature toggle", "feature toggles", "フィーチャーフラグ", "功能开关", "기능 플래그"]),
     ("approval", &["approvals", "approve", "approves", "approved", "genehmigung", "aprobación", "aprovação", "approbation", "承認", "批准", "승인"]),
     ("pagination", &["paginate", "paginated", "paging", "ページネーション", "分页", "페이지네이션"]),
     ("exception", &["exceptions", "例外", "异常", "예외"]),
@@ -105,6 +105,8 @@ const BROADER: &[(&str, &str)] = &[
 
 pub(crate) struct Glossary {
     words: HashMap<&'static str, &'static str>,
+    /// Latin-script names of several words ("foreign key"), matched on word boundaries.
+    phrases: Vec<(&'static str, &'static str)>,
     /// Han/katakana names (matched inside runs) and Hangul names (word prefixes), longest first.
     cjk: Vec<(&'static str, &'static str)>,
     broader: HashMap<&'static str, &'static str>,
@@ -121,19 +123,24 @@ impl Glossary {
         G.get_or_init(|| {
             let mut words = HashMap::new();
             let mut cjk = Vec::new();
+            let mut phrases = Vec::new();
             for &(key, names) in ENTRIES {
                 words.insert(key, key);
                 for &n in names {
                     if is_cjk_name(n) {
                         cjk.push((n, key));
+                    } else if n.contains(' ') {
+                        phrases.push((n, key));
                     } else {
                         words.insert(n, key);
                     }
                 }
             }
             cjk.sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
+            phrases.sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
             Glossary {
                 words,
+                phrases,
                 cjk,
                 broader: BROADER.iter().copied().collect(),
             }
@@ -146,6 +153,25 @@ impl Glossary {
             .get(word)
             .or_else(|| self.words.get(stem))
             .copied()
+    }
+
+    /// Keys named by several-word names in a lower-case clause: (byte offset, length, key).
+    pub(crate) fn in_phrases(&self, clause: &str) -> Vec<(usize, usize, &'static str)> {
+        let mut out: Vec<(usize, usize, &'static str)> = Vec::new();
+        for &(name, key) in &self.phrases {
+            for (at, _) in clause.match_indices(name) {
+                let end = at + name.len();
+                let before = clause[..at].chars().next_back();
+                let after = clause[end..].chars().next();
+                let bounded = !before.is_some_and(char::is_alphanumeric)
+                    && !after.is_some_and(char::is_alphanumeric);
+                let taken = out.iter().any(|&(s, l, _)| at < s + l && s < end);
+                if bounded && !taken {
+                    out.push((at, name.len(), key));
+                }
+            }
+        }
+        out
     }
 
     /// Keys named inside a run of Han/katakana characters: (byte offset in the run, length, key).

@@ -703,3 +703,51 @@ fn different_amounts_of_one_thing_contradict() {
     );
     assert_ne!(v.map(|x| x.0), Some(Kind::Contradiction));
 }
+
+#[test]
+fn one_subject_under_different_names_is_one_term() {
+    let keys =
+        |rule: &str| -> Vec<String> { terms(&fb(rule)).into_iter().map(|(k, _)| k).collect() };
+    for (a, b, key) in [
+        (
+            "Every MR needs a reviewer.",
+            "Pull requests need a reviewer.",
+            "pr",
+        ),
+        (
+            "Set limits on k8s pods.",
+            "Set limits on Kubernetes pods.",
+            "kubernetes",
+        ),
+        (
+            "ITs hit pg 15.",
+            "Integration tests use PostgreSQL.",
+            "postgres",
+        ),
+        (
+            "ITs hit pg 15.",
+            "Integration tests use PostgreSQL.",
+            "integration-test",
+        ),
+        (
+            "所有关联列都要建外键约束。",
+            "No foreign key constraints in the orders cluster.",
+            "foreign-key",
+        ),
+        (
+            "Datenbank-Migrationen laufen vor dem Deploy.",
+            "Database migrations run first.",
+            "database",
+        ),
+        (
+            "テストは必ず CI で実行する。",
+            "Run the tests in CI.",
+            "test",
+        ),
+    ] {
+        assert!(keys(a).contains(&key.to_owned()), "{a}: {:?}", keys(a));
+        assert!(keys(b).contains(&key.to_owned()), "{b}: {:?}", keys(b));
+    }
+    // "its" is a possessive, not integration tests.
+    assert!(!keys("Keep its config small.").contains(&"integration-test".to_owned()));
+}
