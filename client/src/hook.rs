@@ -67,10 +67,10 @@ fn age_days(updated_at: &str, now: chrono::DateTime<chrono::Utc>) -> Option<i64>
     Some((now - t.with_timezone(&chrono::Utc)).num_days())
 }
 
-/// Related private/team pairs listed at session start, most likely contradictions first. On the
-/// development evaluation set (users of 10 private memories against 131 team memories), 5
-/// reach 0.60 of the contradictions in 9.4 lines a session, 10 reach 0.74 in 14.4
-/// (`memsync-feedback-eval --set dev`).
+/// Related private/team pairs listed at session start, most likely contradictions first. For
+/// users of 10 private memories against every team memory, 8 bring 0.685 of the labelled
+/// contradictions to the agent in 12.4 lines a session on the development evaluation set and
+/// 0.791 in 11.6 on the second held-out set (`memsync-feedback-eval --set dev`; docs/client.md).
 pub const RELATED_NOTICE_CAP: usize = 8;
 
 /// The pairs the detector found on one subject but could not call contradictions: the agent,

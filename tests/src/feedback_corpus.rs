@@ -2596,11 +2596,6 @@ pub const EXPLAINED: &[(&str, &str, &str)] = &[
         "they share only the word 'migration'",
     ),
     (
-        "regression-test-names.md",
-        "regression-test-per-bug.md",
-        "they share 'regression' and the common word 'test'",
-    ),
-    (
         "commit-subject-72.md",
         "commit-body-explains-why.md",
         "both are about commit messages, but that is their scope; as terms they share only the \
@@ -2618,11 +2613,63 @@ pub const EXPLAINED: &[(&str, &str, &str)] = &[
         "no-panics-in-request-handlers.md",
         "'request handler' is shared, but one is about tracing spans and the other about panics",
     ),
+    // Since the weights for unseen rules (issue 16): common terms weigh half, a phrase both use
+    // adds a word, a hyphenated word weighs one word.
+    (
+        "no-cargo-fmt-on-untouched.md",
+        "clippy-deny-warnings.md",
+        "both run `cargo` something: 'cargo' and 'run' side by side in both make a phrase, which \
+         adds to the two words; one is about formatting untouched files, the other about clippy \
+         warnings",
+    ),
+    (
+        "detailed-explanations.md",
+        "commit-body-explains-why.md",
+        "'explain' next to 'change(s)' in both is a phrase, which adds to the shared words; one is \
+         about answers to the user, the other about commit bodies",
+    ),
+    (
+        "styled-components-new.md",
+        "one-component-per-file.md",
+        "'React components' is a phrase in both; one is about how components are styled, the \
+         other about how many go in a file",
+    ),
+    (
+        "affected-e2e-specs-locally.md",
+        "ci-runs-full-e2e.md",
+        "'run … e2e' is a phrase in both; one is about what to run locally, the other about what \
+         CI runs",
+    ),
+    (
+        "no-full-suite-for-docs.md",
+        "ci-e2e-required.md",
+        "'test suite' / 'suite … test' is a phrase in both; one is about the agent's runs for docs \
+         changes, the other about CI passing before merge",
+    ),
+    (
+        "spawn-blocking-cpu-work.md",
+        "no-blocking-in-async.md",
+        "'CPU-heavy' is one hyphenated word, so its 'heavy' weighs half a word; 'block' and half \
+         of 'heavy' weigh less than the two words a subject needs",
+    ),
     (
         "commit-directly-to-own-branch.md",
-        "merge-commits-keep-history.md",
-        "'pull request', 'commit' and 'branch' are shared, but one is about committing to your \
-         own branch and the other about how PRs are merged",
+        "keep-commits-in-pr.md",
+        "they share 'commit', 'PR' and 'review', all common terms (most topics use them), which \
+         together weigh less than two words",
+    ),
+    (
+        "commit-directly-to-own-branch.md",
+        "no-direct-commits-to-main.md",
+        "they share 'commit', 'directly' and 'PR', all common terms, which together weigh less \
+         than two words; the branches they name are the scope, not a subject term",
+    ),
+    (
+        "any-ok-in-test-fixtures.md",
+        "no-any-in-app-code.md",
+        "`any` in backticks is the TypeScript type, but a backticked everyday word weighs as the \
+         word (so `main` alone makes no subject), and 'any' is a common word; nothing else is \
+         shared",
     ),
 ];
 

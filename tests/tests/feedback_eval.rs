@@ -2,8 +2,10 @@
 //! (`memsync_e2e::feedback_eval`). Needs no database.
 //!
 //! The development set is what the detector was tuned on: its figures are held as floors so a
-//! change that loses ground shows. The held-out set is scored and printed, never asserted: a
-//! test that failed on it would invite tuning on it (see `tests/feedback-eval/heldout/README.md`).
+//! change that loses ground shows. The held-out sets are scored and printed, never asserted: a
+//! test that failed on them would invite tuning on them. `heldout` was scored when the detector
+//! was done and once more after a change the regression corpus asked for; `heldout2`, written
+//! afterwards by someone who never saw the detector, was scored once, last.
 
 use memsync_e2e::feedback_eval::{EvalSet, Label, set_dir};
 
@@ -13,7 +15,7 @@ fn load(name: &str) -> EvalSet {
 
 #[test]
 fn the_sets_are_well_formed_and_large_enough() {
-    for name in ["dev", "heldout"] {
+    for name in ["dev", "heldout", "heldout2"] {
         let set = load(name);
         let count = |l: Label| set.labels.values().filter(|(x, _)| *x == l).count();
         assert!(set.topics >= 50, "{name}: {} topics", set.topics);
@@ -52,8 +54,8 @@ fn development_set_figures_hold() {
     let findings = set.findings();
     let s = set.score(&findings);
     println!("{}", s.summary("dev"));
-    // Measured when the detector was last tuned (precision 0.806, recall 0.342, reach 0.877,
-    // 0.86 findings per 100 unrelated pairs); the floors leave room for one or two pairs.
+    // Measured when the detector was last tuned (precision 0.806, recall 0.342, reach 0.863,
+    // 0.77 findings per 100 unrelated pairs); the floors leave room for one or two pairs.
     assert!(s.precision() >= 0.78, "precision {:.3}", s.precision());
     assert!(s.recall() >= 0.32, "recall {:.3}", s.recall());
     assert!(s.reach() >= 0.86, "reach {:.3}", s.reach());
@@ -76,11 +78,20 @@ fn development_set_figures_hold() {
 }
 
 #[test]
-fn held_out_set_is_scored() {
-    let set = load("heldout");
+fn held_out_sets_are_scored() {
+    for name in ["heldout", "heldout2"] {
+        held_out(name);
+    }
+}
+
+fn held_out(name: &str) {
+    let set = load(name);
     let findings = set.findings();
     let s = set.score(&findings);
-    println!("{}", s.summary("heldout (printed, never asserted)"));
+    println!(
+        "{}",
+        s.summary(&format!("{name} (printed, never asserted)"))
+    );
     for p in set.notice_curve(&findings, 10, &[Some(0), Some(5), Some(8), Some(10), None]) {
         println!(
             "  notice listing at most {:?} related pairs: {:.1} lines, contradictions reaching the agent {:.3}",

@@ -1328,7 +1328,12 @@ fn phrases_of(toks: &[Tok]) -> Vec<String> {
     for w in words.windows(2) {
         let (x, y) = (&w[0], &w[1]);
         // Adjacent: nothing but a stop word or two between them.
-        if y.start < x.end || y.start - x.end > 12 || x.key == y.key {
+        // Two everyday words ("commit message", "main branch") are an everyday phrase.
+        if y.start < x.end
+            || y.start - x.end > 12
+            || x.key == y.key
+            || x.weight.max(y.weight) < W_WORD
+        {
             continue;
         }
         let (p, q) = if x.key <= y.key { (x, y) } else { (y, x) };
