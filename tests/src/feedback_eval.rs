@@ -432,7 +432,7 @@ impl EvalSet {
                 for fs in &per {
                     let mut related: Vec<&&Finding> =
                         fs.iter().filter(|f| f.kind == Kind::Related).collect();
-                    related.sort_by(|x, y| y.likelihood.cmp(&x.likelihood));
+                    related.sort_by_key(|y| std::cmp::Reverse(y.likelihood));
                     related.truncate(cap.unwrap_or(usize::MAX));
                     let shown = fs
                         .iter()

@@ -175,7 +175,7 @@ fn score_set(which: &str, misses: bool) {
         .iter()
         .map(|f| ((f.a.as_str(), f.b.as_str()), f))
         .collect();
-    let mut rows: Vec<(&(String, String), &(Label, String))> = set.labels.iter().collect();
+    let mut rows: Vec<_> = set.labels.iter().collect();
     rows.sort();
     for want in [
         Label::Contradiction,
