@@ -10,17 +10,13 @@
 //! writes it to a file and never prints it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use memsync_core::feedback::{Finding, Note};
-use memsync_core::feedback_judge::{
-    self as fj, Answer, Api, CONCURRENCY, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES, ParseError,
-};
+use memsync_core::feedback_judge::{self as fj, Answer, Api, DEFAULT_TIMEOUT};
+use memsync_core::judge_http::{self, Failure};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::config::Env;
@@ -182,28 +178,6 @@ pub fn resolve(env: &dyn Env) -> Result<Option<Judge>, JudgeConfigError> {
         .map_err(|why| err(&url_setting, &url_origin, &why))
 }
 
-/// Why a pair got no usable answer (no memory text, no key).
-#[derive(Debug, Clone)]
-enum Failure {
-    Timeout,
-    Connect,
-    Status(u16),
-    TooLarge,
-    Answer(ParseError),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Timeout => f.write_str("no answer before the deadline"),
-            Failure::Connect => f.write_str("could not reach it"),
-            Failure::Status(s) => write!(f, "it answered HTTP {s}"),
-            Failure::TooLarge => f.write_str("its answer was too large"),
-            Failure::Answer(e) => write!(f, "unusable answer: {e}"),
-        }
-    }
-}
-
 impl Judge {
     pub fn new(
         api: Api,
@@ -256,7 +230,7 @@ impl Judge {
         self.timeout
     }
 
-    /// The findings after the judge, asked about every pair at once (at most [`CONCURRENCY`] at
+    /// The findings after the judge, asked about every pair at once (at most [`CONCURRENCY`](fj::CONCURRENCY) at
     /// a time) within `min(timeout, limit)`; `texts(path, is_a)` gives a pair's texts. The
     /// `String` is one line to tell the user when some pairs got no usable answer. Blocking: runs
     /// its own small runtime, so call it outside any other runtime's `block_on`.
@@ -315,77 +289,14 @@ impl Judge {
         bodies: Vec<serde_json::Value>,
         budget: Duration,
     ) -> Vec<Result<Answer, Failure>> {
-        let deadline = Instant::now() + budget;
-        let n = bodies.len();
-        let permits = Arc::new(Semaphore::new(CONCURRENCY));
-        let mut set = JoinSet::new();
-        for (i, body) in bodies.into_iter().enumerate() {
-            let http = self.http.clone();
-            let headers = self.headers.clone();
-            let endpoint = self.endpoint.clone();
-            let api = self.api;
-            let permits = permits.clone();
-            set.spawn(async move {
-                let asked = async {
-                    let _permit = permits
-                        .acquire_owned()
-                        .await
-                        .map_err(|_| Failure::Timeout)?;
-                    ask(&http, api, &endpoint, headers, &body).await
-                };
-                let r = tokio::time::timeout_at(deadline, asked)
-                    .await
-                    .unwrap_or(Err(Failure::Timeout));
-                (i, r)
-            });
-        }
-        let mut out: Vec<Result<Answer, Failure>> = (0..n).map(|_| Err(Failure::Timeout)).collect();
-        let _ = tokio::time::timeout_at(deadline + Duration::from_millis(50), async {
-            while let Some(joined) = set.join_next().await {
-                if let Ok((i, r)) = joined {
-                    out[i] = r;
-                }
-            }
-        })
-        .await;
-        out
+        let endpoint = judge_http::Endpoint {
+            http: self.http.clone(),
+            api: self.api,
+            url: self.endpoint.clone(),
+            headers: self.headers.clone(),
+        };
+        judge_http::ask_all(&endpoint, bodies, Instant::now() + budget).await
     }
-}
-
-async fn ask(
-    http: &reqwest::Client,
-    api: Api,
-    endpoint: &str,
-    headers: HeaderMap,
-    body: &serde_json::Value,
-) -> Result<Answer, Failure> {
-    let bytes = serde_json::to_vec(body).map_err(|_| Failure::Connect)?;
-    let failed = |e: reqwest::Error| {
-        if e.is_timeout() {
-            Failure::Timeout
-        } else {
-            Failure::Connect
-        }
-    };
-    let mut resp = http
-        .post(endpoint)
-        .headers(headers)
-        .body(bytes)
-        .send()
-        .await
-        .map_err(failed)?;
-    let status = resp.status();
-    if !status.is_success() {
-        return Err(Failure::Status(status.as_u16()));
-    }
-    let mut buf = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(failed)? {
-        buf.extend_from_slice(&chunk);
-        if buf.len() > MAX_RESPONSE_BYTES {
-            return Err(Failure::TooLarge);
-        }
-    }
-    fj::parse_response(api, &buf).map_err(Failure::Answer)
 }
 
 #[cfg(test)]

@@ -24,3 +24,5 @@ pub use memory::{MemoryDoc, MemoryType};
 pub use path::MemoryPath;
 pub use project::ProjectId;
 pub use sha::Sha256;
+#[cfg(feature = "judge-http")]
+pub mod judge_http;

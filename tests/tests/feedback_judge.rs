@@ -623,7 +623,7 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
         .collect();
     assert_eq!(lines.len(), 1, "{}", r.stderr);
     assert!(
-        lines[0].contains("unavailable") && lines[0].contains("HTTP 500"),
+        lines[0].contains("unavailable") && lines[0].contains("HTTP status 500"),
         "{}",
         r.stderr
     );

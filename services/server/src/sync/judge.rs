@@ -1,6 +1,6 @@
 //! The model judge on the server (`--feedback-judge-url`, see `memsync_core::feedback_judge`):
 //! the detector's candidate pairs of one check are sent to the operator's endpoint, at most
-//! [`CONCURRENCY`] at a time, and the whole judging step ends by its deadline. A pair without a
+//! [`CONCURRENCY`](fj::CONCURRENCY) at a time, and the whole judging step ends by its deadline. A pair without a
 //! usable answer by then (timeout, connection error, a status other than 2xx, an answer that
 //! does not parse) keeps the detector's verdict, and one warning is logged for the step: never
 //! the key, never memory text.
@@ -8,16 +8,13 @@
 //! The judge is installed once per process at start-up ([`install`]), like the extra scanner
 //! rules, and read by every feedback check ([`get`]).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use memsync_core::feedback::{Finding, Note};
-use memsync_core::feedback_judge::{
-    self as fj, Answer, Api, CONCURRENCY, MAX_RESPONSE_BYTES, ParseError,
-};
+use memsync_core::feedback_judge::{self as fj, Answer, Api};
+use memsync_core::judge_http::{self, Failure};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 /// The environment variable that may hold the key (never a flag, never the file).
@@ -102,28 +99,6 @@ impl std::fmt::Debug for FeedbackJudge {
             .field("model", &self.model)
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
-    }
-}
-
-/// Why a pair got no usable answer (a warning's words: no memory text, no key).
-#[derive(Debug, Clone)]
-enum Failure {
-    Timeout,
-    Connect,
-    Status(u16),
-    TooLarge,
-    Answer(ParseError),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Timeout => f.write_str("no answer before the deadline"),
-            Failure::Connect => f.write_str("the request failed (connection)"),
-            Failure::Status(s) => write!(f, "HTTP status {s}"),
-            Failure::TooLarge => f.write_str("the answer was too large"),
-            Failure::Answer(e) => write!(f, "unusable answer: {e}"),
-        }
     }
 }
 
@@ -229,82 +204,14 @@ impl FeedbackJudge {
         bodies: Vec<serde_json::Value>,
         deadline: Instant,
     ) -> Vec<Result<Answer, Failure>> {
-        let n = bodies.len();
-        let permits = Arc::new(Semaphore::new(CONCURRENCY));
-        let mut set = JoinSet::new();
-        for (i, body) in bodies.into_iter().enumerate() {
-            let http = self.http.clone();
-            let headers = self.headers.clone();
-            let endpoint = self.endpoint.clone();
-            let api = self.api;
-            let permits = permits.clone();
-            set.spawn(async move {
-                let asked = async {
-                    let _permit = permits
-                        .acquire_owned()
-                        .await
-                        .map_err(|_| Failure::Timeout)?;
-                    ask(&http, api, &endpoint, headers, &body).await
-                };
-                let r = tokio::time::timeout_at(deadline, asked)
-                    .await
-                    .unwrap_or(Err(Failure::Timeout));
-                (i, r)
-            });
-        }
-        let mut out: Vec<Result<Answer, Failure>> = (0..n).map(|_| Err(Failure::Timeout)).collect();
-        // Every task ends by the deadline; the margin covers scheduling, then the rest is aborted.
-        let _ = tokio::time::timeout_at(deadline + Duration::from_millis(50), async {
-            while let Some(joined) = set.join_next().await {
-                if let Ok((i, r)) = joined {
-                    out[i] = r;
-                }
-            }
-        })
-        .await;
-        out
+        let endpoint = judge_http::Endpoint {
+            http: self.http.clone(),
+            api: self.api,
+            url: self.endpoint.clone(),
+            headers: self.headers.clone(),
+        };
+        judge_http::ask_all(&endpoint, bodies, deadline).await
     }
-}
-
-async fn ask(
-    http: &reqwest::Client,
-    api: Api,
-    endpoint: &str,
-    headers: HeaderMap,
-    body: &serde_json::Value,
-) -> Result<Answer, Failure> {
-    let bytes = serde_json::to_vec(body).map_err(|_| Failure::Connect)?;
-    let mut resp = http
-        .post(endpoint)
-        .headers(headers)
-        .body(bytes)
-        .send()
-        .await
-        .map_err(|e| {
-            if e.is_timeout() {
-                Failure::Timeout
-            } else {
-                Failure::Connect
-            }
-        })?;
-    let status = resp.status();
-    if !status.is_success() {
-        return Err(Failure::Status(status.as_u16()));
-    }
-    let mut buf = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| {
-        if e.is_timeout() {
-            Failure::Timeout
-        } else {
-            Failure::Connect
-        }
-    })? {
-        buf.extend_from_slice(&chunk);
-        if buf.len() > MAX_RESPONSE_BYTES {
-            return Err(Failure::TooLarge);
-        }
-    }
-    fj::parse_response(api, &buf).map_err(Failure::Answer)
 }
 
 static JUDGE: OnceLock<Option<FeedbackJudge>> = OnceLock::new();
