@@ -136,9 +136,18 @@ pub(crate) struct Analysis {
     pub phrases: Vec<String>,
     /// The headline: the rule's first sentence ends at `.0`, the description starts at `.1`.
     pub headline: (usize, usize),
+    /// The amounts the directive states (read once here, compared for every pair).
+    pub quantities: Vec<super::Quantity>,
+    /// The directories and named places it names, as path components.
+    pub places: Vec<Vec<String>>,
 }
 
 impl Analysis {
+    /// The summed weight of its subject terms (at least 1).
+    pub(crate) fn weight(&self) -> u32 {
+        self.terms.iter().map(|t| t.weight).sum::<u32>().max(1)
+    }
+
     /// Whether a byte offset of `text` is in the headline (first sentence or description).
     pub(crate) fn in_headline(&self, at: usize) -> bool {
         at < self.headline.0 || at >= self.headline.1
@@ -1306,7 +1315,7 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
     let headline = headline_end(&text, *desc_start);
     phrases.sort();
     phrases.dedup();
-    Analysis {
+    let mut x = Analysis {
         phrases,
         text,
         terms,
@@ -1314,7 +1323,12 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
         term_stances,
         choice_stances,
         headline: (headline, *desc_start),
-    }
+        quantities: Vec::new(),
+        places: Vec::new(),
+    };
+    x.quantities = super::quantities(&x);
+    x.places = super::places(&x);
+    x
 }
 
 /// Adjacent word pairs of a clause (no CJK pairs, which are phrases already), the two keys in
