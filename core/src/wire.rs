@@ -554,6 +554,16 @@ pub struct WhoAmI {
     /// Teams where this user was granted the reviewer role (team admins review without it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reviewer: Vec<String>,
+    /// What the token may do (`pull`, `push`, `admin`); absent: everything its teams allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The projects the token is limited to; empty: every project of its teams.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<String>,
+    /// Who vouches for the token: `memsync` (issued by this server) or an identity provider's
+    /// issuer URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
@@ -653,6 +663,109 @@ pub struct TokenIssue {
     /// Days until it expires (default 90).
     #[serde(default)]
     pub ttl_days: Option<u32>,
+    /// What the token may do (default: everything its teams allow).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<Scope>,
+    /// `team/name` projects it is limited to (default: every project of its teams).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<String>,
+    /// Its own request rate (default: the server's default for tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<TokenRate>,
+}
+
+/// A token's request rate: `rps` requests per second sustained, bursts of up to `burst`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRate {
+    pub rps: u32,
+    pub burst: u32,
+}
+
+impl std::str::FromStr for TokenRate {
+    type Err = String;
+
+    /// `RPS` (bursts of twice that, at least 1) or `RPS/BURST`.
+    fn from_str(s: &str) -> Result<TokenRate, String> {
+        let bad = || format!("`{s}` is not a rate: write requests per second, optionally with a burst, e.g. `5` or `5/20`");
+        let (rps, burst) = match s.trim().split_once('/') {
+            Some((r, b)) => (r.trim().parse::<u32>().map_err(|_| bad())?, Some(b.trim().parse::<u32>().map_err(|_| bad())?)),
+            None => (s.trim().parse::<u32>().map_err(|_| bad())?, None),
+        };
+        if rps == 0 {
+            return Err(format!("`{s}`: the rate must be at least 1 request per second"));
+        }
+        let burst = burst.unwrap_or(rps.saturating_mul(2));
+        if burst < rps {
+            return Err(format!("`{s}`: the burst ({burst}) must be at least the rate ({rps})"));
+        }
+        Ok(TokenRate { rps, burst })
+    }
+}
+
+/// What a token may do. Each scope includes the ones before it: `push` can pull, `admin` can
+/// push and pull. A token's team roles still bound it: `admin` on a member's token administers
+/// nothing.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Read team memory: pull, live updates, git clone, feedback checks.
+    Pull,
+    /// Also write it: push, and review proposals where the user reviews.
+    Push,
+    /// Also administer: history, rollback, delete, allowlists, settings, tokens, audit.
+    Admin,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 3] = [Scope::Pull, Scope::Push, Scope::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Pull => "pull",
+            Scope::Push => "push",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// The scopes a space- or comma-separated scope string grants, ignoring what is not a
+    /// memsync scope (an identity provider's `openid`, `email`…). `memsync:push` and
+    /// `memsync.push` are read as `push`. `None` when it names none of them.
+    pub fn parse_list(s: &str) -> Option<std::collections::BTreeSet<Scope>> {
+        let set: std::collections::BTreeSet<Scope> = s
+            .split([' ', ','])
+            .filter_map(|w| {
+                let w = w.trim();
+                let w = w
+                    .strip_prefix("memsync:")
+                    .or_else(|| w.strip_prefix("memsync."))
+                    .unwrap_or(w);
+                w.parse().ok()
+            })
+            .collect();
+        (!set.is_empty()).then_some(set)
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Scope, String> {
+        match s.trim() {
+            "pull" => Ok(Scope::Pull),
+            "push" => Ok(Scope::Push),
+            "admin" => Ok(Scope::Admin),
+            other => Err(format!(
+                "`{other}` is not a scope: use `pull` (read only), `push` (read and write) or `admin`"
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -18,6 +18,7 @@ use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use memsync_core::ProjectId;
 use memsync_core::wire::TeamRole;
+pub use memsync_core::wire::{Scope, TokenRate};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -43,6 +44,16 @@ pub struct Claims {
     pub exp: i64,
     pub iss: String,
     pub aud: String,
+    /// What the token may do, space-separated (`pull`, `push`, `admin`, as OAuth writes scopes).
+    /// Absent: everything its teams allow. See [`Scope`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The projects (`team/name`) the token is limited to; empty: every project of its teams.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<String>,
+    /// This token's own request rate, instead of the server's default for tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<TokenRate>,
 }
 
 /// Seconds of clock skew allowed on a token's expiry.
@@ -411,6 +422,9 @@ mod tests {
             exp: now + exp_in,
             iss: "memsync".into(),
             aud: "memsync".into(),
+            scope: None,
+            projects: Vec::new(),
+            rate: None,
         }
     }
 

@@ -122,9 +122,20 @@ pub struct IssueArgs {
     /// Make the token a server-wide admin.
     #[arg(long)]
     pub admin: bool,
-    /// How long the token is valid, e.g. `90d`, `12h`.
+    /// How long the token is valid, e.g. `90d`, `12h`. Every token expires.
     #[arg(long, default_value = "90d", value_parser = humantime::parse_duration)]
     pub ttl: Duration,
+    /// What the token may do: `pull` (read only), `push` (read and write), `admin`. Repeatable;
+    /// default: everything its teams allow.
+    #[arg(long = "scope", value_name = "pull|push|admin")]
+    pub scopes: Vec<String>,
+    /// Limit the token to this project. Repeatable; default: every project of its teams.
+    #[arg(long = "project", value_name = "TEAM/NAME")]
+    pub projects: Vec<String>,
+    /// The token's own request rate, `RPS` or `RPS/BURST` (e.g. `5/20`), instead of the
+    /// server's default for tokens.
+    #[arg(long, value_name = "RPS[/BURST]")]
+    pub rate: Option<String>,
 }
 
 #[derive(Args)]

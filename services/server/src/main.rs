@@ -374,6 +374,21 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
                     teams: memsync_core::wire::parse_team_grants(&args.teams).map_err(anyhow::Error::msg)?,
                     admin: args.admin,
                     ttl_secs: i64::try_from(args.ttl.as_secs()).unwrap_or(i64::MAX / 2),
+                    scope: tokens::scope_claim(
+                        &args
+                            .scopes
+                            .iter()
+                            .map(|s| s.parse())
+                            .collect::<Result<Vec<_>, String>>()
+                            .map_err(|e| anyhow::anyhow!("--scope {e}"))?,
+                    ),
+                    projects: args.projects,
+                    rate: args
+                        .rate
+                        .as_deref()
+                        .map(str::parse)
+                        .transpose()
+                        .map_err(|e| anyhow::anyhow!("--rate {e}"))?,
                 };
                 let actor = tokens::Actor {
                     sub: &by,

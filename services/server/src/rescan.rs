@@ -372,6 +372,9 @@ fn system_principal() -> Principal {
             exp: 0,
             iss: ACTOR.into(),
             aud: ACTOR.into(),
+            scope: None,
+            projects: Vec::new(),
+            rate: None,
         },
     }
 }

@@ -48,6 +48,25 @@ pub struct IssueRequest {
     pub teams: BTreeMap<String, TeamRole>,
     pub admin: bool,
     pub ttl_secs: i64,
+    /// `pull`, `push`, `admin`; `None` is everything the teams allow.
+    pub scope: Option<String>,
+    /// `team/name` projects the token is limited to; empty: all of its teams' projects.
+    pub projects: Vec<String>,
+    pub rate: Option<crate::auth::TokenRate>,
+}
+
+/// The `scope` claim for the scopes asked: `None` (everything the teams allow) when none are,
+/// else the highest one asked with everything it includes, space-separated.
+pub fn scope_claim(scopes: &[crate::auth::Scope]) -> Option<String> {
+    let top = scopes.iter().max()?;
+    Some(
+        crate::auth::Scope::ALL
+            .iter()
+            .filter(|s| *s <= top)
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 /// Signs a token and records it (claims only, never the token) with its audit row.
@@ -80,6 +99,31 @@ pub async fn issue(
             "a token needs at least one team (or admin), or it can reach nothing",
         ));
     }
+    for p in &req.projects {
+        let project: memsync_core::ProjectId = p.parse().map_err(|e| {
+            ApiError::bad_request(
+                "invalid_project",
+                format!("project `{p}`: {e}; name projects as TEAM/NAME"),
+            )
+        })?;
+        if !req.admin && !req.teams.contains_key(project.team()) {
+            return Err(ApiError::bad_request(
+                "invalid_project",
+                format!(
+                    "project `{p}` is not in the token's teams; add `--team {}` or drop the project",
+                    project.team()
+                ),
+            ));
+        }
+    }
+    if let Some(rate) = req.rate
+        && (rate.rps == 0 || rate.burst < rate.rps)
+    {
+        return Err(ApiError::bad_request(
+            "invalid_rate",
+            "a token's rate needs at least 1 request per second and a burst at least that",
+        ));
+    }
     if req.ttl_secs <= 0 {
         return Err(ApiError::bad_request(
             "invalid_ttl",
@@ -98,6 +142,9 @@ pub async fn issue(
         exp: now.saturating_add(req.ttl_secs),
         iss: keys.issuer.clone(),
         aud: keys.audience.clone(),
+        scope: req.scope,
+        projects: req.projects,
+        rate: req.rate,
     };
     let token = keys.sign(&claims)?;
     let mut tx = pool.begin().await?;
@@ -117,7 +164,7 @@ pub async fn issue(
         &mut *tx,
         &actor.event(
             "token_issue",
-            json!({ "jti": claims.jti, "sub": claims.sub, "teams": claims.teams, "admin": claims.admin, "exp": claims.exp }),
+            json!({ "jti": claims.jti, "sub": claims.sub, "teams": claims.teams, "admin": claims.admin, "exp": claims.exp, "scope": claims.scope, "projects": claims.projects, "rate": claims.rate }),
         ),
     )
     .await?;

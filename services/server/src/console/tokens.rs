@@ -323,6 +323,9 @@ fn issue_request(f: &IssueForm) -> Result<IssueRequest, String> {
         teams,
         admin,
         ttl_secs: i64::from(ttl_days) * 86_400,
+        scope: None,
+        projects: Vec::new(),
+        rate: None,
     })
 }
 

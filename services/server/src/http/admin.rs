@@ -419,6 +419,9 @@ pub async fn token_issue(
         teams: b.teams,
         admin: b.admin,
         ttl_secs: i64::from(b.ttl_days.unwrap_or(90).clamp(1, 3650)) * 86_400,
+        scope: tokens::scope_claim(&b.scopes),
+        projects: b.projects,
+        rate: b.rate,
     };
     let (token, claims) = tokens::issue(&state.pool, &state.keys, &actor, req).await?;
     Ok(issued(token, &claims, false))

@@ -469,6 +469,9 @@ async fn whoami(State(state): State<AppState>, principal: Principal) -> ApiResul
         admin: c.admin,
         expires_at: c.exp,
         reviewer,
+        scope: c.scope,
+        projects: c.projects,
+        issuer: Some(c.iss),
     }))
 }
 

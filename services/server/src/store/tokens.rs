@@ -20,12 +20,19 @@ pub struct TokenRecord {
     pub issued_by: String,
     pub revoked_at: Option<DateTime<Utc>>,
     pub revoked_by: Option<String>,
+    #[serde(default)]
+    pub scope: Option<String>,
+    #[serde(default)]
+    pub projects: Vec<String>,
+    #[serde(default)]
+    pub rate: Option<serde_json::Value>,
 }
 
 pub async fn insert(conn: &mut PgConnection, claims: &Claims, issued_by: &str) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO tokens (jti, sub, name, email, teams, admin, issued_at, expires_at, issued_by)
-         VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8), $9)",
+        "INSERT INTO tokens (jti, sub, name, email, teams, admin, issued_at, expires_at, issued_by,
+                             scope, projects, rate)
+         VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7), to_timestamp($8), $9, $10, $11, $12)",
     )
     .bind(claims.jti)
     .bind(&claims.sub)
@@ -36,6 +43,9 @@ pub async fn insert(conn: &mut PgConnection, claims: &Claims, issued_by: &str) -
     .bind(claims.iat as f64)
     .bind(claims.exp as f64)
     .bind(issued_by)
+    .bind(&claims.scope)
+    .bind(&claims.projects)
+    .bind(claims.rate.map(|r| serde_json::to_value(r).unwrap_or_default()))
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -49,6 +59,9 @@ type ClaimsRow = (
     bool,
     i64,
     i64,
+    Option<String>,
+    Vec<String>,
+    Option<serde_json::Value>,
 );
 
 /// The claims of an issued token, to sign it again for an idempotent retry of its issue (HS256
@@ -61,14 +74,15 @@ pub async fn claims(
 ) -> sqlx::Result<Option<Claims>> {
     let row: Option<ClaimsRow> = sqlx::query_as(
         "SELECT sub, name, email, teams, admin,
-                    extract(epoch FROM issued_at)::bigint, extract(epoch FROM expires_at)::bigint
+                    extract(epoch FROM issued_at)::bigint, extract(epoch FROM expires_at)::bigint,
+                    scope, projects, rate
              FROM tokens WHERE jti = $1",
     )
     .bind(jti)
     .fetch_optional(pool)
     .await?;
     Ok(
-        row.map(|(sub, name, email, teams, admin, iat, exp)| Claims {
+        row.map(|(sub, name, email, teams, admin, iat, exp, scope, projects, rate)| Claims {
             sub,
             name,
             email,
@@ -79,6 +93,9 @@ pub async fn claims(
             exp,
             iss: issuer.to_owned(),
             aud: audience.to_owned(),
+            scope,
+            projects,
+            rate: rate.and_then(|r| serde_json::from_value(r).ok()),
         }),
     )
 }
@@ -95,11 +112,15 @@ type TokenRow = (
     String,
     Option<DateTime<Utc>>,
     Option<String>,
+    Option<String>,
+    Vec<String>,
+    Option<serde_json::Value>,
 );
 
 pub async fn list(pool: &PgPool, include_inactive: bool) -> sqlx::Result<Vec<TokenRecord>> {
     let rows: Vec<TokenRow> = sqlx::query_as(
-        "SELECT jti, sub, name, email, teams, admin, issued_at, expires_at, issued_by, revoked_at, revoked_by
+        "SELECT jti, sub, name, email, teams, admin, issued_at, expires_at, issued_by, revoked_at, revoked_by,
+                scope, projects, rate
          FROM tokens WHERE $1 OR (revoked_at IS NULL AND expires_at > now())
          ORDER BY issued_at DESC",
     )
@@ -120,6 +141,9 @@ pub async fn list(pool: &PgPool, include_inactive: bool) -> sqlx::Result<Vec<Tok
             issued_by: r.8,
             revoked_at: r.9,
             revoked_by: r.10,
+            scope: r.11,
+            projects: r.12,
+            rate: r.13,
         })
         .collect())
 }
