@@ -2,7 +2,7 @@
 //!
 //! Each configured issuer is discovered at `<issuer>/.well-known/openid-configuration`; its keys
 //! come from the `jwks_uri` there and are cached. A token whose `kid` is not in the cache makes
-//! the cache refresh (at most once per [`MIN_REFETCH`] per issuer), so keys rotated at the
+//! the cache refresh (fetches are at least [`MIN_REFETCH`] apart per issuer), so keys rotated at the
 //! provider are picked up without a restart; the cache is also refreshed every
 //! [`MAX_KEY_AGE`]. Only RS256, ES256 and EdDSA keys are used, and each key's algorithm is
 //! pinned: the `alg` the key publishes, else the one its type implies. A token whose header
@@ -29,8 +29,9 @@ use crate::error::ApiError;
 
 /// Seconds of clock skew allowed on `exp`, `nbf` and `iat`.
 pub const LEEWAY_SECS: u64 = 60;
-/// The soonest a token with an unknown `kid` makes an issuer's keys be fetched again.
-const MIN_REFETCH: Duration = Duration::from_secs(10);
+/// The shortest time between two fetches of an issuer's keys (a token with an unknown `kid`
+/// waits for the next one).
+const MIN_REFETCH: Duration = Duration::from_secs(5);
 /// The longest an issuer's keys are used without fetching them again.
 const MAX_KEY_AGE: Duration = Duration::from_secs(15 * 60);
 /// Time limit of one discovery or key fetch.
@@ -334,23 +335,36 @@ impl Oidc {
             let me = self.clone();
             let issuer = issuer.clone();
             tokio::spawn(async move {
-                if let Err(why) = me.refresh(&issuer, true).await {
+                if let Err(why) = me.refresh(&issuer, None).await {
                     tracing::warn!(issuer = %issuer.url, %why, "identity provider: cannot load its keys yet");
                 }
             });
         }
     }
 
-    /// Fetches the issuer's discovery document and keys, unless another request just did
-    /// (`force` still waits for a fetch in progress, and skips only one finished under
-    /// [`MIN_REFETCH`] ago).
-    async fn refresh(&self, issuer: &Issuer, force: bool) -> Result<(), String> {
+    /// Fetches the issuer's discovery document and keys. For a token whose key is unknown
+    /// (`wanted`), unless a fetch made while it waited has brought that key; fetches are at least
+    /// [`MIN_REFETCH`] apart, so such a token waits for the next one (a flood of made-up `kid`s
+    /// makes one fetch per interval, never more). For a periodic refresh (`wanted` None), unless
+    /// one was just made.
+    async fn refresh(
+        &self,
+        issuer: &Issuer,
+        wanted: Option<(Option<&str>, Algorithm)>,
+    ) -> Result<(), String> {
         let mut last = issuer.fetching.lock().await;
-        if let Some(at) = *last
-            && at.elapsed() < MIN_REFETCH
-            && (force || !issuer.stale())
+        if let Some((kid, alg)) = wanted
+            && issuer.lookup(kid, alg).is_some()
         {
             return Ok(());
+        }
+        if let Some(at) = *last
+            && at.elapsed() < MIN_REFETCH
+        {
+            if wanted.is_none() {
+                return Ok(());
+            }
+            tokio::time::sleep(MIN_REFETCH.saturating_sub(at.elapsed())).await;
         }
         *last = Some(Instant::now());
         let keys = self.fetch_keys(issuer).await?;
@@ -469,7 +483,8 @@ impl Oidc {
         let kid = header.kid.as_deref();
         let mut key = issuer.lookup(kid, header.alg);
         if key.is_none() || issuer.stale() {
-            if let Err(why) = self.refresh(issuer, key.is_none()).await {
+            let wanted = key.is_none().then_some((kid, header.alg));
+            if let Err(why) = self.refresh(issuer, wanted).await {
                 tracing::warn!(issuer = %issuer.url, %why, "identity provider: cannot load its keys");
                 if key.is_none() {
                     return Err(ApiError::Unavailable {
