@@ -102,6 +102,10 @@ pub struct Row {
     pub email: Option<String>,
     pub teams: String,
     pub admin: bool,
+    /// The scope in words (`all` when the token has none).
+    pub scope: String,
+    /// The projects it is limited to, comma-separated; empty when none.
+    pub projects: String,
     pub issued_at: String,
     pub expires_at: String,
     pub issued_by: String,
@@ -119,6 +123,11 @@ fn row(t: &TokenRecord, now: chrono::DateTime<Utc>) -> Row {
         email: t.email.clone(),
         teams: teams_text(&t.teams),
         admin: t.admin,
+        scope: t.scope.as_deref().map_or_else(
+            || "all".to_owned(),
+            |s| s.split(' ').next_back().unwrap_or(s).to_owned(),
+        ),
+        projects: t.projects.join(", "),
         issued_at: utc_display(&t.issued_at.to_rfc3339()),
         expires_at: utc_display(&t.expires_at.to_rfc3339()),
         issued_by: t.issued_by.clone(),
@@ -149,6 +158,12 @@ pub struct IssueForm {
     admin: Option<String>,
     #[serde(default)]
     ttl_days: String,
+    /// `pull`, `push`, `admin`, or empty for everything the teams allow.
+    #[serde(default)]
+    scope: String,
+    /// `team/name`, comma-separated.
+    #[serde(default)]
+    projects: String,
     #[serde(default)]
     key: String,
 }
@@ -307,6 +322,19 @@ fn issue_request(f: &IssueForm) -> Result<IssueRequest, String> {
                 .into(),
         );
     }
+    let scope = match f.scope.trim() {
+        "" => None,
+        s => crate::admin::tokens::scope_claim(&[s
+            .parse::<crate::auth::Scope>()
+            .map_err(|e| format!("Scope: {e}."))?]),
+    };
+    let projects: Vec<String> = f
+        .projects
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect();
     let ttl_days: u32 = match f.ttl_days.trim() {
         "" => DEFAULT_TTL_DAYS,
         d => d
@@ -323,8 +351,8 @@ fn issue_request(f: &IssueForm) -> Result<IssueRequest, String> {
         teams,
         admin,
         ttl_secs: i64::from(ttl_days) * 86_400,
-        scope: None,
-        projects: Vec::new(),
+        scope,
+        projects,
         rate: None,
     })
 }
@@ -337,6 +365,8 @@ fn issue_hash(r: &IssueRequest) -> String {
         "teams": r.teams,
         "admin": r.admin,
         "ttl_secs": r.ttl_secs,
+        "scope": r.scope,
+        "projects": r.projects,
     });
     Sha256::of(format!("console token_issue\n{what}").as_bytes()).to_hex()
 }
