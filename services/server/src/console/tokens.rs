@@ -559,8 +559,23 @@ mod tests {
             teams: teams.into(),
             admin: admin.then(|| "on".to_owned()),
             ttl_days: ttl.into(),
+            scope: String::new(),
+            projects: String::new(),
             key: "k".into(),
         }
+    }
+
+    #[test]
+    fn the_issue_form_takes_a_scope_and_projects() {
+        let mut f = form("ci", "acme", false, "30");
+        f.scope = "pull".into();
+        f.projects = " acme/api, ,acme/web ".into();
+        let r = issue_request(&f).unwrap();
+        assert_eq!(r.scope.as_deref(), Some("pull"));
+        assert_eq!(r.projects, ["acme/api", "acme/web"]);
+        f.scope = "read".into();
+        let err = issue_request(&f).err().unwrap();
+        assert!(err.starts_with("Scope: `read` is not a scope"), "{err}");
     }
 
     #[test]
