@@ -7,6 +7,7 @@
 pub mod corpus;
 pub mod feedback_corpus;
 pub mod feedback_eval;
+pub mod idp;
 pub mod spec;
 pub mod webdriver;
 
