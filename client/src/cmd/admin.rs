@@ -666,6 +666,9 @@ fn tokens(
                 teams,
                 admin,
                 ttl_days,
+                scopes: Vec::new(),
+                projects: Vec::new(),
+                rate: None,
             };
             // One key for this issue, sent with each retry: a retry after a lost answer gets
             // the same token back instead of a second one.
