@@ -1544,6 +1544,57 @@ mod tests {
     }
 
     #[test]
+    fn sso_entries_round_trip_keep_unknown_keys_and_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_str().unwrap().to_string();
+        let env = env_of(&[("HOME", &home)]);
+        let path = Credentials::path(&env).unwrap();
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(
+            &path,
+            "future = 1\n[servers.\"https://a.example\"]\ntoken = \"old\"\nnote = \"kept\"\n\
+             [servers.\"https://a.example\".sso]\nissuer = \"https://idp\"\nclient_id = \"memsync\"\n\
+             token_endpoint = \"https://idp/token\"\nrefresh_token = \"rt-1\"\n\
+             expires_at = \"2026-12-01T10:00:00Z\"\nextra = true\n",
+        )
+        .unwrap();
+        let mut creds = Credentials::load(&env).unwrap();
+        let sso = creds.sso_for("https://a.example/").unwrap().clone();
+        assert_eq!(sso.refresh_token.as_deref(), Some("rt-1"));
+        assert!(!format!("{sso:?}").contains("rt-1"));
+        let renewed = SsoLogin {
+            refresh_token: Some("rt-2".into()),
+            ..sso
+        };
+        assert!(creds.renew_sso("https://a.example", "new", renewed));
+        assert!(!creds.renew_sso(
+            "https://b.example",
+            "new",
+            creds.sso_for("https://a.example").unwrap().clone()
+        ));
+        creds.save(&env).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        for kept in ["future = 1", "note = \"kept\"", "extra = true", "rt-2"] {
+            assert!(text.contains(kept), "{kept} in {text}");
+        }
+        let back = Credentials::load(&env).unwrap();
+        assert_eq!(back.token_for("https://a.example").unwrap().expose(), "new");
+        // A login with a token replaces the single sign-on.
+        let mut creds = back;
+        creds.set("https://a.example", "plain");
+        assert!(creds.sso_for("https://a.example").is_none());
+
+        // One holder at a time.
+        let held = Credentials::lock(&env, std::time::Duration::ZERO).unwrap();
+        assert!(matches!(
+            Credentials::lock(&env, std::time::Duration::from_millis(50)),
+            Err(LockError::Busy { .. })
+        ));
+        drop(held);
+        Credentials::lock(&env, std::time::Duration::ZERO).unwrap();
+    }
+
+    #[test]
     fn toml_errors_name_file_and_line() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join(PROJECT_FILE);

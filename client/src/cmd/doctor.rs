@@ -129,7 +129,13 @@ pub fn run(g: &Global, cwd: &Path) -> Result<u8, Fail> {
             format!("memsync login --server {server}"),
         ),
         (Some(_), false) => skip("token", "the server is unreachable"),
-        (Some(_), true) => token_accepted(&rt, &api, &server, &project),
+        (Some(_), true) => {
+            let mut c = token_accepted(&rt, &api, &server, &project);
+            if sign_in.is_some() && c.fix.is_some() {
+                c.fix = Some(format!("memsync login --sso --server {server}"));
+            }
+            c
+        }
     });
     checks.push(match (&token, &renewal, &sign_in) {
         (None, _, _) => skip("token expiry", "no token"),
