@@ -408,6 +408,16 @@ pub(crate) enum TokensCmd {
         /// Lifetime, e.g. 30d (whole days; the default is 90d).
         #[arg(long, value_parser = cmd::parse_duration)]
         ttl: Option<Duration>,
+        /// What it may do: `pull` (read only), `push`, `admin`. Default: everything its teams
+        /// allow.
+        #[arg(long)]
+        scope: Option<memsync_core::wire::Scope>,
+        /// Limit it to this project (TEAM/NAME); repeatable.
+        #[arg(long = "project-limit", value_name = "TEAM/NAME")]
+        projects: Vec<String>,
+        /// Its own request rate, `RPS` or `RPS/BURST`.
+        #[arg(long)]
+        rate: Option<memsync_core::wire::TokenRate>,
     },
     Revoke {
         jti: String,

@@ -650,6 +650,9 @@ fn tokens(
             admin,
             ttl_days: days,
             ttl,
+            scope,
+            projects,
+            rate,
         } => {
             let teams: BTreeMap<String, TeamRole> = teams
                 .iter()
@@ -666,9 +669,9 @@ fn tokens(
                 teams,
                 admin,
                 ttl_days,
-                scopes: Vec::new(),
-                projects: Vec::new(),
-                rate: None,
+                scopes: scope.into_iter().collect(),
+                projects,
+                rate,
             };
             // One key for this issue, sent with each retry: a retry after a lost answer gets
             // the same token back instead of a second one.
@@ -679,6 +682,14 @@ fn tokens(
                 rt.block_on(api.token_issue(&req, &key)).map_err(refused)?,
             );
             if !g.json {
+                if !g.quiet {
+                    eprintln!(
+                        "memsync: issued token {} (expires {})",
+                        issued.jti,
+                        chrono::DateTime::from_timestamp(issued.expires_at, 0)
+                            .map_or_else(|| issued.expires_at.to_string(), |t| t.to_rfc3339())
+                    );
+                }
                 // The token alone on stdout, so TOKEN=$(memsync admin tokens issue …) works.
                 println!("{}", issued.token);
                 return Ok(None);

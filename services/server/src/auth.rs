@@ -145,19 +145,24 @@ impl Keys {
                 };
                 ApiError::Unauthenticated(why.into())
             })?;
-        // Claims end up in the audit log and in stored rows: they are text like any other.
-        let texts = [Some(&claims.sub), Some(&claims.name), claims.email.as_ref()];
-        if texts
-            .into_iter()
-            .flatten()
-            .any(|t| memsync_core::text::Text::new(t.as_str()).is_err())
-        {
-            return Err(ApiError::Unauthenticated(
-                "the token's user name or email contains control characters".into(),
-            ));
-        }
+        plain_text_claims(&claims)?;
         Ok(claims)
     }
+}
+
+/// Claims end up in the audit log and in stored rows: they are text like any other.
+pub fn plain_text_claims(claims: &Claims) -> Result<(), ApiError> {
+    let texts = [Some(&claims.sub), Some(&claims.name), claims.email.as_ref()];
+    if texts
+        .into_iter()
+        .flatten()
+        .any(|t| memsync_core::text::Text::new(t.as_str()).is_err())
+    {
+        return Err(ApiError::Unauthenticated(
+            "the token's user name or email contains control characters".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Loads the HS256 key: `MEMSYNC_JWT_SECRET` (given to `from_env`) wins, else `<data-dir>/jwt.key`,
@@ -298,14 +303,71 @@ pub struct Principal {
 }
 
 impl Principal {
-    /// Members and admins of the project's team, and server admins.
-    pub fn can_access(&self, project: &ProjectId) -> bool {
-        self.claims.admin || self.claims.teams.contains_key(project.team())
+    /// The token's scopes: what its `scope` claim names, or all of them when it names none.
+    pub fn scopes(&self) -> std::collections::BTreeSet<Scope> {
+        self.claims
+            .scope
+            .as_deref()
+            .and_then(Scope::parse_list)
+            .unwrap_or_else(|| Scope::ALL.into_iter().collect())
     }
 
-    /// Team admins of the project's team, and server admins.
+    /// Whether the token has `scope` (or one that includes it).
+    pub fn has_scope(&self, scope: Scope) -> bool {
+        self.scopes().iter().any(|s| *s >= scope)
+    }
+
+    /// 403 `insufficient_scope`, naming the missing scope, unless the token has it.
+    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        if self.has_scope(scope) {
+            Ok(())
+        } else {
+            Err(ApiError::MissingScope {
+                needed: scope,
+                has: self
+                    .scopes()
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            })
+        }
+    }
+
+    /// Whether the token is limited to projects that do not include this one.
+    fn outside_projects(&self, project: &ProjectId) -> bool {
+        !self.claims.projects.is_empty()
+            && !self.claims.projects.iter().any(|p| p == project.as_str())
+    }
+
+    /// Members and admins of the project's team, and server admins, unless the token is limited
+    /// to other projects.
+    pub fn can_access(&self, project: &ProjectId) -> bool {
+        !self.outside_projects(project)
+            && (self.claims.admin || self.claims.teams.contains_key(project.team()))
+    }
+
+    /// Team admins of the project's team, and server admins, with a token of `admin` scope that
+    /// reaches the project.
     pub fn is_team_admin(&self, project: &ProjectId) -> bool {
-        self.claims.admin || self.claims.teams.get(project.team()) == Some(&TeamRole::Admin)
+        self.has_scope(Scope::Admin)
+            && !self.outside_projects(project)
+            && (self.claims.admin
+                || self.claims.teams.get(project.team()) == Some(&TeamRole::Admin))
+    }
+
+    /// Whether the caller administers the whole server: a server admin's token of `admin` scope,
+    /// not limited to some projects.
+    pub fn is_server_admin(&self) -> bool {
+        self.claims.admin && self.claims.projects.is_empty() && self.has_scope(Scope::Admin)
+    }
+
+    /// Whether the caller is an admin of `team` (or a server admin) with `admin` scope, not
+    /// limited to some projects.
+    pub fn administers_team(&self, team: &str) -> bool {
+        self.has_scope(Scope::Admin)
+            && self.claims.projects.is_empty()
+            && (self.claims.admin || self.claims.teams.get(team) == Some(&TeamRole::Admin))
     }
 }
 
@@ -370,14 +432,32 @@ fn presented_token(headers: &HeaderMap, scheme: Scheme) -> Result<String, &'stat
 
 /// The one check every route makes, API and git alike: a token presented the way the route
 /// takes it, signed by this server's key, unexpired, and not revoked.
-pub fn authenticate(
+pub async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,
     scheme: Scheme,
 ) -> Result<Principal, ApiError> {
     let token =
         presented_token(headers, scheme).map_err(|m| ApiError::Unauthenticated(m.into()))?;
-    let claims = state.keys.verify(&token)?;
+    verify_token(state, &token).await
+}
+
+/// A token's claims: this server's own tokens (HS256, `iss` = its issuer, not revoked), or a
+/// trusted identity provider's ([`crate::oidc`]).
+pub async fn verify_token(state: &AppState, token: &str) -> Result<Principal, ApiError> {
+    if let Some(oidc) = &state.oidc
+        && let Some(iss) = crate::oidc::unverified_issuer(token)
+        && iss != state.keys.issuer
+    {
+        if !oidc.trusts(&iss) {
+            return Err(ApiError::Unauthenticated(
+                "the token was issued by an issuer this server does not trust".into(),
+            ));
+        }
+        let claims = oidc.verify(token, &iss).await?;
+        return Ok(Principal { claims });
+    }
+    let claims = state.keys.verify(token)?;
     if state.revocations.is_revoked(&claims.jti) {
         return Err(ApiError::Unauthenticated(
             "the token has been revoked; ask an admin for a new one".into(),
@@ -386,11 +466,35 @@ pub fn authenticate(
     Ok(Principal { claims })
 }
 
+/// What a route needs of its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Nothing: no token (health, readiness, metrics, sign-in settings).
+    Open,
+    /// A valid token, of any scope.
+    Token,
+    /// A token with this scope (or one including it).
+    Scope(Scope),
+}
+
 impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
+    /// Authenticates, then checks the scope the matched route needs (the route table in
+    /// `crate::http` says it for every route), so no handler can forget to.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        authenticate(state, &parts.headers, Scheme::Bearer)
+        let principal = authenticate(state, &parts.headers, Scheme::Bearer).await?;
+        let route = parts
+            .extensions
+            .get::<axum::extract::MatchedPath>()
+            .map(|m| m.as_str());
+        match route.and_then(|r| crate::http::route_need(parts.method.as_str(), r)) {
+            Some(Need::Scope(scope)) => principal.require(scope)?,
+            Some(Need::Token | Need::Open) => {}
+            // Routes outside the API's table (the console) check scopes themselves.
+            None => {}
+        }
+        Ok(principal)
     }
 }
 

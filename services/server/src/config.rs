@@ -138,6 +138,25 @@ pub struct IssueArgs {
     pub rate: Option<String>,
 }
 
+impl IssueArgs {
+    /// The `--scope` flags, checked.
+    pub fn parsed_scopes(&self) -> anyhow::Result<Vec<memsync_core::wire::Scope>> {
+        self.scopes
+            .iter()
+            .map(|s| s.parse().map_err(|e| anyhow::anyhow!("--scope {e}")))
+            .collect()
+    }
+
+    /// `--rate`, checked.
+    pub fn parsed_rate(&self) -> anyhow::Result<Option<memsync_core::wire::TokenRate>> {
+        self.rate
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--rate {e}"))
+    }
+}
+
 #[derive(Args)]
 pub struct GlobalArgs {
     /// A TOML file of settings: any flag below as `key = value`, the key being the long flag
@@ -374,6 +393,59 @@ pub struct GlobalArgs {
         default_value_t = 5_000
     )]
     pub feedback_judge_timeout_ms: u64,
+    /// Identity providers whose tokens this server accepts (OpenID Connect): issuer URLs,
+    /// comma-separated, e.g. `https://login.example.com/realms/acme`. Each is discovered at
+    /// `<issuer>/.well-known/openid-configuration`; its keys come from its `jwks_uri`. https,
+    /// or http on a loopback address only.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_OIDC_ISSUERS",
+        value_name = "URL[,URL…]"
+    )]
+    pub oidc_issuers: Option<String>,
+    /// The `aud` identity-provider tokens must carry (usually the client ID registered for
+    /// memsync). Needed with --oidc-issuers.
+    #[arg(long, global = true, env = "MEMSYNC_OIDC_AUDIENCE")]
+    pub oidc_audience: Option<String>,
+    /// The public client ID `memsync login --sso` signs in with. [default: the audience]
+    #[arg(long, global = true, env = "MEMSYNC_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+    /// The claims that name the user, comma-separated; the first one set wins.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_OIDC_USER_CLAIMS",
+        default_value = "preferred_username,email,sub"
+    )]
+    pub oidc_user_claims: String,
+    /// The claim that lists the user's groups.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_OIDC_GROUPS_CLAIM",
+        default_value = "groups"
+    )]
+    pub oidc_groups_claim: String,
+    /// The group that makes a member of a team, `{team}` standing for its name.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_OIDC_MEMBER_GROUP",
+        default_value = "memsync:{team}"
+    )]
+    pub oidc_member_group: String,
+    /// The group that makes an admin of a team, `{team}` standing for its name.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_OIDC_ADMIN_GROUP",
+        default_value = "memsync:{team}:admin"
+    )]
+    pub oidc_admin_group: String,
+    /// A group whose members are server admins (none by default).
+    #[arg(long, global = true, env = "MEMSYNC_OIDC_SERVER_ADMIN_GROUP")]
+    pub oidc_server_admin_group: Option<String>,
     /// Log format: `auto` (JSON when stderr is not a terminal), `json` or `text`.
     #[arg(
         long,
@@ -447,6 +519,8 @@ pub struct Config {
     pub console_max_session: Duration,
     /// The model judge's settings as given; checked when the server starts.
     pub feedback_judge: crate::sync::judge::JudgeArgs,
+    /// The trusted identity providers as given; checked when the server starts.
+    pub oidc: crate::oidc::OidcArgs,
 }
 
 impl Config {
@@ -519,6 +593,16 @@ impl Config {
                 model: g.feedback_judge_model.clone(),
                 key_env: g.feedback_judge_key_env.clone(),
                 timeout_ms: g.feedback_judge_timeout_ms,
+            },
+            oidc: crate::oidc::OidcArgs {
+                issuers: g.oidc_issuers.clone(),
+                audience: g.oidc_audience.clone(),
+                client_id: g.oidc_client_id.clone(),
+                user_claims: g.oidc_user_claims.clone(),
+                groups_claim: g.oidc_groups_claim.clone(),
+                member_group: g.oidc_member_group.clone(),
+                admin_group: g.oidc_admin_group.clone(),
+                server_admin_group: g.oidc_server_admin_group.clone(),
             },
         }
     }

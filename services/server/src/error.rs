@@ -12,6 +12,14 @@ pub enum ApiError {
     Unauthenticated(String),
     #[error("{0}")]
     Forbidden(String),
+    /// The token lacks the scope the route needs (403 `insufficient_scope`).
+    #[error(
+        "this token's scope ({has}) does not include `{needed}`, which this needs; use a token issued with `--scope {needed}` (or without --scope)"
+    )]
+    MissingScope {
+        needed: memsync_core::wire::Scope,
+        has: String,
+    },
     /// Also what another team's project answers, so project names don't leak.
     #[error("{0}")]
     NotFound(String),
@@ -56,7 +64,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::MissingScope { .. } => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -75,6 +83,7 @@ impl ApiError {
         match self {
             ApiError::Unauthenticated(_) => "unauthenticated",
             ApiError::Forbidden(_) => "forbidden",
+            ApiError::MissingScope { .. } => "insufficient_scope",
             ApiError::NotFound(_) => "not_found",
             ApiError::BadRequest { code, .. }
             | ApiError::Unprocessable { code, .. }
@@ -96,6 +105,9 @@ impl ApiError {
             ApiError::Unprocessable { details, .. }
             | ApiError::Conflict { details, .. }
             | ApiError::FeedbackConflict { details, .. } => details.clone(),
+            ApiError::MissingScope { needed, has } => {
+                serde_json::json!({ "required_scope": needed, "token_scope": has })
+            }
             _ => Value::Object(Default::default()),
         };
         ErrorBody {
@@ -176,6 +188,13 @@ impl IntoResponse for ApiError {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"memsync\""),
             );
+        }
+        if let ApiError::MissingScope { needed, .. } = &self
+            && let Ok(v) = HeaderValue::from_str(&format!(
+                "Bearer realm=\"memsync\", error=\"insufficient_scope\", scope=\"{needed}\""
+            ))
+        {
+            resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
         }
         if matches!(self, ApiError::Unavailable { .. }) {
             resp.headers_mut()

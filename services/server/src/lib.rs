@@ -20,6 +20,7 @@ pub mod http;
 pub mod idempotent;
 pub mod live;
 pub mod metrics;
+pub mod oidc;
 pub mod remote;
 pub mod rescan;
 pub mod review;

@@ -112,6 +112,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     // Every pattern now, so that no request pays for compiling one.
     memsync_core::scan::scanner().compile_all();
     let keys = Arc::new(keys(&cfg)?);
+    let oidc = cfg.oidc.build().map_err(anyhow::Error::msg)?.map(Arc::new);
     let console = memsync_server::console::Settings::new(
         cfg.public_url.as_deref(),
         cfg.console_idle_timeout,
@@ -141,6 +142,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     let state = AppState::from(memsync_server::state::Shared {
         pool: db.pool.clone(),
         keys,
+        oidc: oidc.clone(),
         revocations,
         limits: sync_limits(&cfg),
         metrics: metrics.clone(),
@@ -151,6 +153,9 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         live,
         console,
     });
+    if let Some(oidc) = &oidc {
+        oidc.spawn_warmup();
+    }
     let live = state.live.clone();
     let app = http::router(state, cfg.request_timeout);
     let listener = match http::serve::bind(cfg.listen) {
@@ -368,27 +373,16 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
                 if args.teams.is_empty() && !args.admin {
                     bail!("a token needs at least one --team TEAM (or --admin), or it can reach nothing");
                 }
+                let (scopes, rate) = (args.parsed_scopes()?, args.parsed_rate()?);
                 let req = tokens::IssueRequest {
                     user: Text::new(args.user).context("--user")?,
                     email: args.email.map(Text::new).transpose().context("--email")?,
                     teams: memsync_core::wire::parse_team_grants(&args.teams).map_err(anyhow::Error::msg)?,
                     admin: args.admin,
                     ttl_secs: i64::try_from(args.ttl.as_secs()).unwrap_or(i64::MAX / 2),
-                    scope: tokens::scope_claim(
-                        &args
-                            .scopes
-                            .iter()
-                            .map(|s| s.parse())
-                            .collect::<Result<Vec<_>, String>>()
-                            .map_err(|e| anyhow::anyhow!("--scope {e}"))?,
-                    ),
+                    scope: tokens::scope_claim(&scopes),
+                    rate,
                     projects: args.projects,
-                    rate: args
-                        .rate
-                        .as_deref()
-                        .map(str::parse)
-                        .transpose()
-                        .map_err(|e| anyhow::anyhow!("--rate {e}"))?,
                 };
                 let actor = tokens::Actor {
                     sub: &by,
@@ -400,8 +394,17 @@ async fn token(cfg: Config, cmd: TokenCommand) -> anyhow::Result<()> {
                     .await
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
                 eprintln!(
-                    "memsync-server: issued token {} for {}",
-                    claims.jti, claims.sub
+                    "memsync-server: issued token {} for {} (scope: {}{}; expires {})",
+                    claims.jti,
+                    claims.sub,
+                    claims.scope.as_deref().unwrap_or("pull push admin"),
+                    if claims.projects.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; projects: {}", claims.projects.join(", "))
+                    },
+                    chrono::DateTime::from_timestamp(claims.exp, 0)
+                        .map_or_else(|| claims.exp.to_string(), |t| t.to_rfc3339()),
                 );
                 println!("{token}");
             }

@@ -111,8 +111,11 @@ pub async fn token(server: &str, cmd: TokenCommand) -> anyhow::Result<()> {
             let issued: TokenIssued =
                 serde_json::from_value(v).context("the server's answer is not a token")?;
             eprintln!(
-                "memsync-server: issued token {} for {} through {server}",
-                issued.jti, req.user
+                "memsync-server: issued token {} for {} through {server} (expires {})",
+                issued.jti,
+                req.user,
+                chrono::DateTime::from_timestamp(issued.expires_at, 0)
+                    .map_or_else(|| issued.expires_at.to_string(), |t| t.to_rfc3339()),
             );
             println!("{}", issued.token);
         }
@@ -142,6 +145,9 @@ fn issue_request(args: IssueArgs) -> anyhow::Result<TokenIssue> {
     }
     let ttl_days = u32::try_from(secs / 86_400).unwrap_or(u32::MAX);
     Ok(TokenIssue {
+        scopes: args.parsed_scopes()?,
+        rate: args.parsed_rate()?,
+        projects: args.projects.clone(),
         user: Text::new(args.user).context("--user")?,
         email: args.email.map(Text::new).transpose().context("--email")?,
         teams: memsync_core::wire::parse_team_grants(&args.teams).map_err(anyhow::Error::msg)?,
@@ -178,12 +184,18 @@ pub fn print_tokens(
                 "active"
             };
             println!(
-                "{}  {:8} {:20} teams={} admin={} expires={}",
+                "{}  {:8} {:20} teams={} admin={} scope={}{} expires={}",
                 t.jti,
                 state,
                 t.sub,
                 t.teams,
                 t.admin,
+                t.scope.as_deref().unwrap_or("all").replace(' ', ","),
+                if t.projects.is_empty() {
+                    String::new()
+                } else {
+                    format!(" projects={}", t.projects.join(","))
+                },
                 t.expires_at.format("%Y-%m-%d")
             );
         }

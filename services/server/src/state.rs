@@ -32,6 +32,8 @@ impl std::ops::Deref for AppState {
 pub struct Shared {
     pub pool: PgPool,
     pub keys: Arc<Keys>,
+    /// The trusted identity providers, if any (`crate::oidc`).
+    pub oidc: Option<Arc<crate::oidc::Oidc>>,
     pub revocations: Revocations,
     pub limits: SyncLimits,
     pub metrics: Arc<Metrics>,

@@ -62,19 +62,19 @@ pub async fn reviewed(
 
 /// The teams whose audit log the caller may read: None for a server admin (all).
 pub fn audit_scope(principal: &Principal) -> ApiResult<Option<Vec<String>>> {
-    if principal.claims.admin {
+    if principal.is_server_admin() {
         return Ok(None);
     }
     let teams: Vec<String> = principal
         .claims
         .teams
-        .iter()
-        .filter(|(_, r)| **r == memsync_core::wire::TeamRole::Admin)
-        .map(|(t, _)| t.clone())
+        .keys()
+        .filter(|t| principal.administers_team(t))
+        .cloned()
         .collect();
     if teams.is_empty() {
         return Err(ApiError::Forbidden(
-            "the audit log and the project list are for team admins and server admins".into(),
+            "the audit log and the project list are for team admins and server admins (with a token not limited to some projects)".into(),
         ));
     }
     Ok(Some(teams))

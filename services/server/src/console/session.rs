@@ -188,15 +188,12 @@ pub struct Console {
 impl Console {
     /// A team admin (of any team) or a server admin: the project, audit and memory pages.
     pub fn administers(&self) -> bool {
-        let c = &self.principal.claims;
-        c.admin
-            || c.teams
-                .values()
-                .any(|r| *r == memsync_core::wire::TeamRole::Admin)
+        let p = &self.principal;
+        p.is_server_admin() || p.claims.teams.keys().any(|t| p.administers_team(t))
     }
 
     pub fn server_admin(&self) -> bool {
-        self.principal.claims.admin
+        self.principal.is_server_admin()
     }
 
     pub fn nav(&self, section: &'static str) -> Option<Nav> {
@@ -411,8 +408,8 @@ pub async fn login(State(state): State<AppState>, req: Request) -> PageResult {
     if token.is_empty() {
         return again(StatusCode::BAD_REQUEST, "Paste a memsync token to sign in.");
     }
-    let claims = match state.keys.verify(token) {
-        Ok(c) => c,
+    let principal = match crate::auth::verify_token(&state, token).await {
+        Ok(p) => p,
         Err(e) => {
             return again(
                 StatusCode::UNAUTHORIZED,
@@ -420,15 +417,14 @@ pub async fn login(State(state): State<AppState>, req: Request) -> PageResult {
             );
         }
     };
-    if state.revocations.is_revoked(&claims.jti) {
+    let claims = principal.claims.clone();
+    // The console reviews and administers: a read-only token has nothing to do there.
+    if !principal.has_scope(crate::auth::Scope::Push) {
         return again(
-            StatusCode::UNAUTHORIZED,
-            "That token has been revoked; ask a server admin for a new one.",
+            StatusCode::FORBIDDEN,
+            "That token may only pull (its scope is `pull`): the console needs a token of `push` or `admin` scope.",
         );
     }
-    let principal = Principal {
-        claims: claims.clone(),
-    };
     let reviews = crate::review::reviewed_teams(&state.pool, &principal)
         .await
         .map_err(crate::error::ApiError::from)?

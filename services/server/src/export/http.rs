@@ -51,7 +51,7 @@ impl FromRequestParts<AppState> for GitPrincipal {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        match authenticate(state, &parts.headers, Scheme::BearerOrBasic) {
+        match authenticate(state, &parts.headers, Scheme::BearerOrBasic).await {
             Ok(p) => Ok(GitPrincipal(p)),
             Err(ApiError::Unauthenticated(why)) => Err(unauthorized(&why)),
             Err(e) => Err(e.into_response()),

@@ -362,11 +362,12 @@ pub async fn rollback(
 }
 
 fn server_admin(principal: &Principal) -> ApiResult<()> {
-    if principal.claims.admin {
+    if principal.is_server_admin() {
         Ok(())
     } else {
         Err(ApiError::Forbidden(
-            "tokens are managed by server admins".into(),
+            "tokens are managed by server admins (with a token not limited to some projects)"
+                .into(),
         ))
     }
 }

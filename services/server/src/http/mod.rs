@@ -22,7 +22,7 @@ use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-use crate::auth::Principal;
+use crate::auth::{Need, Principal, Scope};
 use crate::error::{ApiError, ApiResult};
 use crate::export::http::{self as git, GitPrincipal};
 pub use crate::state::AppState;
@@ -32,132 +32,215 @@ pub use body::{IdempotencyKey, JsonBody, QueryParams, replayed_response};
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Every route, the one table both the router and the OpenAPI check are built from.
-fn routes() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
+fn routes() -> Vec<(&'static str, &'static str, Need, MethodRouter<AppState>)> {
     vec![
-        ("GET", "/healthz", get(healthz)),
-        ("GET", "/readyz", get(readyz)),
-        ("GET", "/metrics", get(metrics::render)),
-        ("GET", "/v1/me", get(whoami)),
-        ("GET", "/v1/proposals", get(review::list)),
-        ("GET", "/v1/proposals/{id}", get(review::show)),
-        ("POST", "/v1/proposals/{id}/approve", post(review::approve)),
-        ("POST", "/v1/proposals/{id}/reject", post(review::reject)),
+        ("GET", "/healthz", Need::Open, get(healthz)),
+        ("GET", "/readyz", Need::Open, get(readyz)),
+        ("GET", "/metrics", Need::Open, get(metrics::render)),
+        ("GET", "/v1/me", Need::Token, get(whoami)),
+        ("GET", "/v1/auth/config", Need::Open, get(auth_config)),
+        (
+            "GET",
+            "/v1/proposals",
+            Need::Scope(Scope::Push),
+            get(review::list),
+        ),
+        (
+            "GET",
+            "/v1/proposals/{id}",
+            Need::Scope(Scope::Push),
+            get(review::show),
+        ),
+        (
+            "POST",
+            "/v1/proposals/{id}/approve",
+            Need::Scope(Scope::Push),
+            post(review::approve),
+        ),
+        (
+            "POST",
+            "/v1/proposals/{id}/reject",
+            Need::Scope(Scope::Push),
+            post(review::reject),
+        ),
         (
             "GET",
             "/v1/admin/projects/{team}/{name}/settings",
+            Need::Scope(Scope::Admin),
             get(review::get_settings),
         ),
         (
             "PUT",
             "/v1/admin/projects/{team}/{name}/settings",
+            Need::Scope(Scope::Admin),
             put(review::put_settings),
         ),
         (
             "GET",
             "/v1/admin/teams/{team}/reviewers",
+            Need::Scope(Scope::Admin),
             get(review::list_reviewers),
         ),
         (
             "PUT",
             "/v1/admin/teams/{team}/reviewers/{user}",
+            Need::Scope(Scope::Admin),
             put(review::add_reviewer),
         ),
         (
             "DELETE",
             "/v1/admin/teams/{team}/reviewers/{user}",
+            Need::Scope(Scope::Admin),
             delete(review::remove_reviewer),
         ),
-        ("GET", "/v1/projects/{team}/{name}", get(project_info)),
-        ("GET", "/v1/projects/{team}/{name}/changes", get(live::pull)),
+        (
+            "GET",
+            "/v1/projects/{team}/{name}",
+            Need::Scope(Scope::Pull),
+            get(project_info),
+        ),
+        (
+            "GET",
+            "/v1/projects/{team}/{name}/changes",
+            Need::Scope(Scope::Pull),
+            get(live::pull),
+        ),
         (
             "GET",
             "/v1/projects/{team}/{name}/events",
+            Need::Scope(Scope::Pull),
             get(live::events),
         ),
-        ("POST", "/v1/projects/{team}/{name}/push", post(push)),
+        (
+            "POST",
+            "/v1/projects/{team}/{name}/push",
+            Need::Scope(Scope::Push),
+            post(push),
+        ),
         (
             "POST",
             "/v1/projects/{team}/{name}/feedback/check",
+            Need::Scope(Scope::Pull),
             post(feedback_check),
         ),
         (
             "GET",
             "/v1/projects/{team}/{name}/allowlist",
+            Need::Scope(Scope::Pull),
             get(allowlist_list),
         ),
         (
             "POST",
             "/v1/projects/{team}/{name}/allowlist",
+            Need::Scope(Scope::Admin),
             post(allowlist_add),
         ),
         (
             "DELETE",
             "/v1/projects/{team}/{name}/allowlist/{fingerprint}",
+            Need::Scope(Scope::Admin),
             delete(allowlist_remove),
         ),
-        ("GET", "/v1/admin/audit", get(admin::audit)),
-        ("GET", "/v1/admin/projects", get(admin::projects)),
+        (
+            "GET",
+            "/v1/admin/audit",
+            Need::Scope(Scope::Admin),
+            get(admin::audit),
+        ),
+        (
+            "GET",
+            "/v1/admin/projects",
+            Need::Scope(Scope::Admin),
+            get(admin::projects),
+        ),
         (
             "POST",
             "/v1/admin/projects/{team}/{name}/archive",
+            Need::Scope(Scope::Admin),
             post(admin::archive),
         ),
         (
             "GET",
             "/v1/admin/projects/{team}/{name}/history",
+            Need::Scope(Scope::Admin),
             get(admin::history),
         ),
         (
             "GET",
             "/v1/admin/projects/{team}/{name}/version",
+            Need::Scope(Scope::Admin),
             get(admin::version),
         ),
         (
             "GET",
             "/v1/admin/projects/{team}/{name}/diff",
+            Need::Scope(Scope::Admin),
             get(admin::diff),
         ),
         (
             "POST",
             "/v1/admin/projects/{team}/{name}/delete",
+            Need::Scope(Scope::Admin),
             post(admin::delete),
         ),
         (
             "POST",
             "/v1/admin/projects/{team}/{name}/restore",
+            Need::Scope(Scope::Admin),
             post(admin::restore),
         ),
         (
             "POST",
             "/v1/admin/projects/{team}/{name}/purge",
+            Need::Scope(Scope::Admin),
             post(admin::purge),
         ),
         (
             "POST",
             "/v1/admin/projects/{team}/{name}/disable",
+            Need::Scope(Scope::Push),
             post(admin::disable),
         ),
         (
             "POST",
             "/v1/admin/projects/{team}/{name}/enable",
+            Need::Scope(Scope::Push),
             post(admin::enable),
         ),
         (
             "POST",
             "/v1/admin/projects/{team}/{name}/rollback",
+            Need::Scope(Scope::Push),
             post(admin::rollback),
         ),
-        ("GET", "/v1/admin/tokens", get(admin::tokens)),
-        ("POST", "/v1/admin/tokens", post(admin::token_issue)),
+        (
+            "GET",
+            "/v1/admin/tokens",
+            Need::Scope(Scope::Admin),
+            get(admin::tokens),
+        ),
+        (
+            "POST",
+            "/v1/admin/tokens",
+            Need::Scope(Scope::Admin),
+            post(admin::token_issue),
+        ),
         (
             "DELETE",
             "/v1/admin/tokens/{jti}",
+            Need::Scope(Scope::Admin),
             delete(admin::token_revoke),
         ),
-        ("GET", "/git/{team}/{repo}/info/refs", get(git_info_refs)),
+        (
+            "GET",
+            "/git/{team}/{repo}/info/refs",
+            Need::Scope(Scope::Pull),
+            get(git_info_refs),
+        ),
         (
             "POST",
             "/git/{team}/{repo}/git-upload-pack",
+            Need::Scope(Scope::Pull),
             post(git_upload_pack),
         ),
     ]
@@ -166,13 +249,30 @@ fn routes() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
 /// (method, path template) of every route; `openapi.yaml` must describe exactly these.
 #[cfg_attr(not(test), allow(dead_code))]
 pub fn route_table() -> Vec<(&'static str, &'static str)> {
-    routes().into_iter().map(|(m, p, _)| (m, p)).collect()
+    routes().into_iter().map(|(m, p, _, _)| (m, p)).collect()
+}
+
+/// What the route `method path-template` needs of its caller; `None` for paths outside the
+/// table (the console's).
+pub fn route_need(method: &str, template: &str) -> Option<Need> {
+    static NEEDS: std::sync::OnceLock<
+        std::collections::HashMap<(&'static str, &'static str), Need>,
+    > = std::sync::OnceLock::new();
+    NEEDS
+        .get_or_init(|| {
+            routes()
+                .into_iter()
+                .map(|(m, p, need, _)| ((m, p), need))
+                .collect()
+        })
+        .get(&(method, template))
+        .copied()
 }
 
 pub fn router(state: AppState, request_timeout: Duration) -> Router {
     let max_body_bytes = state.max_body_bytes;
     let mut app = Router::new();
-    for (_, path, handler) in routes() {
+    for (_, path, _, handler) in routes() {
         app = app.route(path, handler);
     }
     app.merge(crate::console::router(state.clone()))
@@ -452,6 +552,16 @@ pub(crate) fn reachable(principal: &Principal, team: &str, name: &str) -> ApiRes
     Ok(project)
 }
 
+/// How to sign in: the identity providers this server trusts, for `memsync login --sso`.
+async fn auth_config(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let oidc = state
+        .oidc
+        .as_ref()
+        .map(|o| o.public_issuers())
+        .unwrap_or_default();
+    Json(serde_json::json!({ "oidc": oidc }))
+}
+
 /// The token's claims, and the teams where its user was granted the reviewer role (of the
 /// teams the token reaches).
 async fn whoami(State(state): State<AppState>, principal: Principal) -> ApiResult<Json<WhoAmI>> {
@@ -689,6 +799,20 @@ mod tests {
                     documented.insert((method.to_uppercase(), p.clone()));
                 }
             }
+        }
+        // Each operation names the scope it needs exactly as the router enforces it.
+        for (method, path) in super::route_table() {
+            let documented = spec["paths"][path][method.to_lowercase()]["x-memsync-scope"]
+                .as_str()
+                .map(str::to_owned);
+            let enforced = match super::route_need(method, path) {
+                Some(crate::auth::Need::Scope(s)) => Some(s.as_str().to_owned()),
+                _ => None,
+            };
+            assert_eq!(
+                documented, enforced,
+                "{method} {path}: x-memsync-scope in openapi.yaml and the route table differ"
+            );
         }
         let served: BTreeSet<(String, String)> = super::route_table()
             .into_iter()

@@ -93,8 +93,13 @@ pub async fn list(pool: &PgPool, principal: &Principal, q: ListQuery) -> ApiResu
         },
     )
     .await?;
+    // A token limited to some projects sees only theirs.
     Ok(ProposalList {
-        proposals: rows.iter().map(summary).collect(),
+        proposals: rows
+            .iter()
+            .filter(|p| super::project_of(p).is_ok_and(|project| principal.can_access(&project)))
+            .map(summary)
+            .collect(),
     })
 }
 

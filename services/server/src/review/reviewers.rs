@@ -3,7 +3,7 @@
 
 use memsync_core::project::valid_segment;
 use memsync_core::text::Text;
-use memsync_core::wire::{Reviewers, TeamRole};
+use memsync_core::wire::Reviewers;
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -21,17 +21,16 @@ pub fn administered(principal: &Principal, team: &str) -> ApiResult<String> {
         ));
     }
     let c = &principal.claims;
-    if c.admin {
-        return Ok(team.to_owned());
-    }
-    match c.teams.get(team) {
-        Some(TeamRole::Admin) => Ok(team.to_owned()),
-        Some(TeamRole::Member) => Err(ApiError::Forbidden(format!(
-            "only admins of team `{team}` (or server admins) manage its reviewers"
-        ))),
-        None => Err(ApiError::NotFound(format!(
+    if principal.administers_team(team) {
+        Ok(team.to_owned())
+    } else if c.admin || c.teams.contains_key(team) {
+        Err(ApiError::Forbidden(format!(
+            "only admins of team `{team}` (or server admins) manage its reviewers, with a token not limited to some projects"
+        )))
+    } else {
+        Err(ApiError::NotFound(format!(
             "no team `{team}` that your token can reach"
-        ))),
+        )))
     }
 }
 
