@@ -225,8 +225,9 @@ async fn device_login_then_pull_push_and_silent_renewal() {
     // logout forgets it.
     assert_eq!(u.run(&["logout"]).code, 0);
     assert!(
-        credentials(&u)["servers"]
-            .get(server.url.as_str())
+        credentials(&u)
+            .get("servers")
+            .and_then(|s| s.get(server.url.as_str()))
             .is_none()
     );
 }
@@ -272,6 +273,9 @@ async fn browser_login_with_pkce_and_a_loopback_redirect() {
         idp.requests()
     );
     assert_eq!(u.run(&["init"]).code, 0);
+    u.write("runbook.md", &memory("runbook"));
+    let r = u.run(&["push"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
     let r = u.run(&["pull"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 
