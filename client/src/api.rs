@@ -7,6 +7,9 @@
 //! retried is [`RetryPolicy`]: a few attempts, after a lost connection, a timeout or a 502, 503
 //! or 504, with backoff and jitter, honouring `Retry-After`; never after another status.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memsync_core::wire::{
@@ -27,6 +30,10 @@ pub enum ApiError {
     Unreachable { server: String, reason: String },
     #[error("the server refused the token: {0} (run `memsync login` with a new token)")]
     Unauthenticated(String),
+    /// The server refused a single sign-on token as expired and it could not be renewed; the
+    /// message says to sign in again.
+    #[error("{0}")]
+    SignInExpired(String),
     #[error("{0}")]
     NotFound(String),
     /// 403: the token is valid but may not do this.
@@ -355,6 +362,15 @@ impl Answer {
     }
 }
 
+/// Gives a new token when the server refused the current one as expired (a single sign-on
+/// token, renewed with its refresh token): the new token, or why there is none.
+pub trait Renew: Send + Sync {
+    fn renew<'a>(
+        &'a self,
+        refused: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+}
+
 #[derive(Clone)]
 pub struct ApiClient {
     http: reqwest::Client,
@@ -362,7 +378,9 @@ pub struct ApiClient {
     base: String,
     /// The same, parsed: every request URL is built from it.
     base_url: Url,
-    token: String,
+    /// Shared by the clones, so a renewed token serves them all. Empty: no `Authorization`.
+    token: Arc<Mutex<String>>,
+    renew: Option<Arc<dyn Renew>>,
     /// The time limit of one attempt.
     timeout: Duration,
     /// No request (retries included) goes past this instant.
@@ -451,7 +469,7 @@ struct ArchiveRequest {
 /// no roots are loaded: reading the system's certificate directory is about a third of a
 /// no-op `memsync push`. Such a client still refuses to follow a redirect to `https://` with a
 /// message naming the address to log in with, rather than failing on an empty root store.
-fn http_builder(base: &Url) -> reqwest::ClientBuilder {
+pub(crate) fn http_builder(base: &Url) -> reqwest::ClientBuilder {
     let builder = reqwest::Client::builder();
     if base.scheme() != "http" {
         return builder;
@@ -491,7 +509,8 @@ impl ApiClient {
             http,
             base,
             base_url,
-            token: token.to_owned(),
+            token: Arc::new(Mutex::new(token.to_owned())),
+            renew: None,
             timeout,
             deadline: None,
             retry: RetryPolicy::default(),
@@ -502,6 +521,21 @@ impl ApiClient {
     pub fn with_deadline(mut self, deadline: Instant) -> ApiClient {
         self.deadline = Some(deadline);
         self
+    }
+
+    /// Renews the token with `renew` when the server refuses it as expired, and sends the
+    /// request again with the new one (once per request).
+    pub fn with_renew(mut self, renew: Arc<dyn Renew>) -> ApiClient {
+        self.renew = Some(renew);
+        self
+    }
+
+    /// The token sent now.
+    fn bearer(&self) -> String {
+        self.token
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
     }
 
     /// Retries with `policy` instead of the default one.
@@ -564,6 +598,7 @@ impl ApiClient {
         let per_attempt = self.timeout.saturating_add(req.patience);
         let mut limit = per_attempt;
         let mut attempt = 0;
+        let mut renewed = false;
         loop {
             if let Some(d) = self.deadline {
                 let left = d.saturating_duration_since(Instant::now());
@@ -573,7 +608,26 @@ impl ApiClient {
                 limit = left.min(per_attempt);
             }
             attempt += 1;
-            let result = self.attempt(req, limit).await;
+            let sent = self.bearer();
+            let result = self.attempt(req, &sent, limit).await;
+            if let (Ok(a), Some(renew)) = (&result, &self.renew)
+                && !renewed
+                && refused_as_expired(a)
+            {
+                // A 401 applied nothing: the request goes again, whatever it is, with the new
+                // token.
+                renewed = true;
+                match renew.renew(&sent).await {
+                    Ok(token) => {
+                        if let Ok(mut t) = self.token.lock() {
+                            *t = token;
+                        }
+                        attempt -= 1;
+                        continue;
+                    }
+                    Err(message) => return Err(ApiError::SignInExpired(message)),
+                }
+            }
             let failure = match &result {
                 Ok(a) => Failure::Status(a.status.as_u16(), retry_after(&a.headers)),
                 Err(e) if e.is_builder() => {
@@ -608,14 +662,21 @@ impl ApiClient {
         }
     }
 
-    /// One attempt, the answer read whole within `limit`.
-    async fn attempt(&self, req: &Request, limit: Duration) -> Result<Answer, reqwest::Error> {
+    /// One attempt with `token`, the answer read whole within `limit`.
+    async fn attempt(
+        &self,
+        req: &Request,
+        token: &str,
+        limit: Duration,
+    ) -> Result<Answer, reqwest::Error> {
         let mut b = self
             .http
             .request(req.method.clone(), req.url.clone())
-            .bearer_auth(&self.token)
             .header("traceparent", crate::tracecontext::traceparent())
             .timeout(limit);
+        if !token.is_empty() {
+            b = b.bearer_auth(token);
+        }
         if let Some(body) = &req.body {
             b = b
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -803,29 +864,34 @@ impl ApiClient {
                 retry_after: None,
             })?;
         let url = self.project_url(project, &["events"], &[]);
-        let mut b = http
-            .get(url.clone())
-            .bearer_auth(&self.token)
-            .header("traceparent", crate::tracecontext::traceparent())
-            .header(reqwest::header::ACCEPT, "text/event-stream");
-        if let Some(id) = last_event_id {
-            b = b.header("last-event-id", id);
-        }
-        let req = Request::get(url);
+        let req = Request::get(url.clone());
         let failed = |error| StreamError {
             error,
             retry_after: None,
         };
-        let resp = match tokio::time::timeout(self.timeout, b.send()).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
-                let why = self.reason(&e, self.timeout);
-                return Err(failed(self.gave_up(&req, 1, false, why)));
+        let mut renewed = false;
+        let resp = loop {
+            let sent = self.bearer();
+            let mut b = http
+                .get(url.clone())
+                .bearer_auth(&sent)
+                .header("traceparent", crate::tracecontext::traceparent())
+                .header(reqwest::header::ACCEPT, "text/event-stream");
+            if let Some(id) = last_event_id {
+                b = b.header("last-event-id", id);
             }
-            Err(_) => return Err(failed(ApiError::Timeout(self.timeout))),
-        };
-        let status = resp.status();
-        if status != StatusCode::OK {
+            let resp = match tokio::time::timeout(self.timeout, b.send()).await {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => {
+                    let why = self.reason(&e, self.timeout);
+                    return Err(failed(self.gave_up(&req, 1, false, why)));
+                }
+                Err(_) => return Err(failed(ApiError::Timeout(self.timeout))),
+            };
+            let status = resp.status();
+            if status == StatusCode::OK {
+                break resp;
+            }
             let headers = resp.headers().clone();
             let retry_after = retry_after(&headers);
             let body = resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
@@ -834,12 +900,27 @@ impl ApiClient {
                 headers,
                 body,
             };
+            if let Some(renew) = &self.renew
+                && !renewed
+                && refused_as_expired(&answer)
+            {
+                renewed = true;
+                match renew.renew(&sent).await {
+                    Ok(token) => {
+                        if let Ok(mut t) = self.token.lock() {
+                            *t = token;
+                        }
+                        continue;
+                    }
+                    Err(message) => return Err(failed(ApiError::SignInExpired(message))),
+                }
+            }
             let error = match json_or_error::<serde_json::Value>(answer, Some(project)) {
                 Err(e) => e,
                 Ok(_) => ApiError::Protocol(format!("the event stream answered {status}")),
             };
             return Err(StreamError { error, retry_after });
-        }
+        };
         let is_stream = resp
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
@@ -875,6 +956,13 @@ impl ApiClient {
 
     pub async fn whoami(&self) -> Result<WhoAmI, ApiError> {
         self.get(self.url(&["v1", "me"], &[]), None).await
+    }
+
+    /// `GET /v1/auth/config` (no token needed): the identity providers the server trusts for
+    /// single sign-on.
+    pub async fn auth_config(&self) -> Result<crate::sso::AuthConfig, ApiError> {
+        self.get(self.url(&["v1", "auth", "config"], &[]), None)
+            .await
     }
 
     /// `GET /healthz` (no token needed): whether the server answers, and the time it says it is
@@ -1279,6 +1367,14 @@ fn retry_after(h: &HeaderMap) -> Option<Duration> {
             .to_std()
             .unwrap_or(Duration::ZERO),
     )
+}
+
+/// A 401 whose error says the token expired (code `expired`, or a message saying so).
+fn refused_as_expired(a: &Answer) -> bool {
+    a.status == StatusCode::UNAUTHORIZED
+        && serde_json::from_slice::<ErrorBody>(&a.body).is_ok_and(|b| {
+            b.error.code == "expired" || b.error.message.to_lowercase().contains("expired")
+        })
 }
 
 /// "503 (the database is unavailable)": the status and the server's message, if it sent one.

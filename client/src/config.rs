@@ -8,7 +8,7 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use memsync_core::project::ProjectIdError;
@@ -98,6 +98,9 @@ pub struct Settings {
     /// Normalised: `http://` or `https://`, no trailing `/`.
     pub server: Option<String>,
     pub token: Option<Token>,
+    /// The token was read from the credentials file (not a flag or the environment), so a
+    /// single sign-on token there may be renewed in place.
+    pub token_stored: bool,
     pub project: Option<ProjectId>,
     /// Where `server`, `token` and `project` came from, for messages.
     pub origins: Origins,
@@ -581,24 +584,27 @@ pub fn resolve(cwd: &Path, flags: &Overrides, env: &dyn Env) -> Result<Settings,
         .map(|(value, origin)| normalize_server(&value, &origin))
         .transpose()?;
 
-    let (token, token_origin) = match first_set([
+    let (token, token_origin, token_stored) = match first_set([
         (flags.token.clone(), &|| "the --token flag".to_string()),
         (env_var(env, ENV_TOKEN), &|| ENV_TOKEN.to_string()),
     ]) {
-        Some((token, origin)) => (Some(Token(token.trim().to_string())), Some(origin)),
+        Some((token, origin)) => (Some(Token(token.trim().to_string())), Some(origin), false),
         None => match &server {
             Some(server) => {
                 let creds = load_once(&mut credentials, env)?;
                 let token = creds.token_for(server);
-                let origin = token.as_ref().map(|_| {
-                    format!(
-                        "{} (stored for {server} by `memsync login`)",
-                        creds.origin()
-                    )
-                });
-                (token, origin)
+                let how = if creds.sso_for(server).is_some() {
+                    "`memsync login --sso`"
+                } else {
+                    "`memsync login`"
+                };
+                let origin = token
+                    .as_ref()
+                    .map(|_| format!("{} (stored for {server} by {how})", creds.origin()));
+                let stored = token.is_some();
+                (token, origin, stored)
             }
-            None => (None, None),
+            None => (None, None, false),
         },
     };
 
@@ -679,6 +685,7 @@ pub fn resolve(cwd: &Path, flags: &Overrides, env: &dyn Env) -> Result<Settings,
     Ok(Settings {
         server,
         token,
+        token_stored,
         project,
         origins: Origins {
             server: server_origin,
@@ -784,14 +791,25 @@ fn toml_error(path: &Path, text: &str, error: &toml::de::Error, show_message: bo
     }
 }
 
-/// The user's tokens, one per server, and the server used when nothing else names one:
+/// The user's tokens, one per server, and the server used when nothing else names one; a token
+/// from single sign-on (`memsync login --sso`) comes with what renews it:
 ///
 /// ```toml
 /// default_server = "https://memsync.example.internal"
 ///
 /// [servers."https://memsync.example.internal"]
 /// token = "…"
+///
+/// [servers."https://memsync.example.internal".sso]
+/// issuer = "https://login.example.internal/realms/acme"
+/// client_id = "memsync"
+/// token_endpoint = "https://login.example.internal/realms/acme/protocol/openid-connect/token"
+/// refresh_token = "…"
+/// expires_at = "2026-12-01T10:00:00Z"
+/// refresh_expires_at = "2026-12-31T09:00:00Z"
 /// ```
+///
+/// Keys this client does not know are kept when it writes the file.
 #[derive(Default, Clone)]
 pub struct Credentials {
     file: CredentialsFile,
@@ -812,8 +830,59 @@ struct CredentialsFile {
 #[derive(Clone, Serialize, Deserialize)]
 struct ServerEntry {
     token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sso: Option<SsoLogin>,
     #[serde(flatten)]
     other: toml::Table,
+}
+
+/// How a single sign-on token was obtained and how it is renewed: the identity provider, the
+/// client memsync signed in as, and the refresh token (a secret, like the token itself).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct SsoLogin {
+    pub issuer: String,
+    pub client_id: String,
+    pub token_endpoint: String,
+    /// None when the identity provider gave none: the token then lasts until it expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// When the token (the identity provider's id_token) expires.
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+    /// When the refresh token expires, when the identity provider said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    #[serde(flatten)]
+    pub other: toml::Table,
+}
+
+impl fmt::Debug for SsoLogin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SsoLogin")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("expires_at", &self.expires_at)
+            .field("refresh_expires_at", &self.refresh_expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The credentials file locked against other memsync processes (an exclusive `flock` on
+/// `credentials.toml.lock` beside it) for the life of this value: renewing a token is read,
+/// refresh, write, and two processes doing it at once would lose a rotating refresh token.
+pub struct CredentialsLock {
+    _lock: nix::fcntl::Flock<fs::File>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("another memsync has held {} for over {waited:?}", path.display())]
+    Busy {
+        path: PathBuf,
+        waited: std::time::Duration,
+    },
 }
 
 impl fmt::Debug for Credentials {
@@ -876,18 +945,100 @@ impl Credentials {
             .filter(|s| !s.trim().is_empty())
     }
 
+    /// The single sign-on details stored with `server`'s token, if it came from
+    /// `memsync login --sso`.
+    pub fn sso_for(&self, server: &str) -> Option<&SsoLogin> {
+        let key = server_key(server);
+        self.file
+            .servers
+            .iter()
+            .find(|(k, _)| server_key(k) == key)
+            .and_then(|(_, entry)| entry.sso.as_ref())
+    }
+
     /// Stores `token` for `server` and makes it the default server.
     pub fn set(&mut self, server: &str, token: &str) {
+        self.set_entry(server, token, None);
+    }
+
+    /// Stores a single sign-on `token` for `server`, with what renews it, and makes it the
+    /// default server.
+    pub fn set_sso(&mut self, server: &str, token: &str, sso: SsoLogin) {
+        self.set_entry(server, token, Some(sso));
+    }
+
+    fn set_entry(&mut self, server: &str, token: &str, sso: Option<SsoLogin>) {
         let key = server_key(server);
         self.file.servers.retain(|k, _| server_key(k) != key);
         self.file.servers.insert(
             key.clone(),
             ServerEntry {
                 token: token.trim().to_string(),
+                sso,
                 other: toml::Table::new(),
             },
         );
         self.file.default_server = Some(key);
+    }
+
+    /// Replaces `server`'s single sign-on token and its renewal details after a refresh, keeping
+    /// everything else of the entry and the default server. `false` when `server` has no
+    /// single sign-on entry (any more).
+    pub fn renew_sso(&mut self, server: &str, token: &str, sso: SsoLogin) -> bool {
+        let key = server_key(server);
+        match self
+            .file
+            .servers
+            .iter_mut()
+            .find(|(k, e)| server_key(k) == key && e.sso.is_some())
+        {
+            Some((_, entry)) => {
+                entry.token = token.trim().to_string();
+                entry.sso = Some(sso);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Locks the credentials file against other memsync processes, waiting up to `wait` for
+    /// one that holds it. Take it before [`Credentials::load`] when the file is read to be
+    /// written back.
+    pub fn lock(env: &dyn Env, wait: std::time::Duration) -> Result<CredentialsLock, LockError> {
+        let path = Credentials::path(env).ok_or(ConfigError::HomeMissing {
+            what: "the credentials file",
+            alternative: "set XDG_CONFIG_HOME",
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let lock_path = dir.join("credentials.toml.lock");
+        let write_err = |source| ConfigError::Write {
+            path: lock_path.clone(),
+            source,
+        };
+        private_dir(dir).map_err(write_err)?;
+        let mut file = fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(write_err)?;
+        let started = std::time::Instant::now();
+        loop {
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => return Ok(CredentialsLock { _lock: lock }),
+                Err((f, _)) if started.elapsed() < wait => {
+                    file = f;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(_) => {
+                    return Err(LockError::Busy {
+                        path: lock_path,
+                        waited: wait,
+                    });
+                }
+            }
+        }
     }
 
     /// Forgets `server`'s token (and clears it as the default). `false` if there was none.
@@ -921,18 +1072,22 @@ impl Credentials {
             source,
         };
         if let Some(dir) = path.parent() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(write_err)?;
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(write_err)?;
+            private_dir(dir).map_err(write_err)?;
         }
         let contents = format!("{CREDENTIALS_HEADER}{text}");
         crate::atomic::write(&path, contents.as_bytes(), Some(0o600), Durability::Durable)
             .map_err(write_err)?;
         Ok(path)
     }
+}
+
+/// Creates `dir` (and its parents) and makes it private to the user (0700).
+fn private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
 }
 
 #[cfg(test)]
@@ -1386,6 +1541,57 @@ mod tests {
             Credentials::path(&env).unwrap(),
             xdg.join("memsync/credentials.toml")
         );
+    }
+
+    #[test]
+    fn sso_entries_round_trip_keep_unknown_keys_and_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_str().unwrap().to_string();
+        let env = env_of(&[("HOME", &home)]);
+        let path = Credentials::path(&env).unwrap();
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(
+            &path,
+            "future = 1\n[servers.\"https://a.example\"]\ntoken = \"old\"\nnote = \"kept\"\n\
+             [servers.\"https://a.example\".sso]\nissuer = \"https://idp\"\nclient_id = \"memsync\"\n\
+             token_endpoint = \"https://idp/token\"\nrefresh_token = \"rt-1\"\n\
+             expires_at = \"2026-12-01T10:00:00Z\"\nextra = true\n",
+        )
+        .unwrap();
+        let mut creds = Credentials::load(&env).unwrap();
+        let sso = creds.sso_for("https://a.example/").unwrap().clone();
+        assert_eq!(sso.refresh_token.as_deref(), Some("rt-1"));
+        assert!(!format!("{sso:?}").contains("rt-1"));
+        let renewed = SsoLogin {
+            refresh_token: Some("rt-2".into()),
+            ..sso
+        };
+        assert!(creds.renew_sso("https://a.example", "new", renewed));
+        assert!(!creds.renew_sso(
+            "https://b.example",
+            "new",
+            creds.sso_for("https://a.example").unwrap().clone()
+        ));
+        creds.save(&env).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        for kept in ["future = 1", "note = \"kept\"", "extra = true", "rt-2"] {
+            assert!(text.contains(kept), "{kept} in {text}");
+        }
+        let back = Credentials::load(&env).unwrap();
+        assert_eq!(back.token_for("https://a.example").unwrap().expose(), "new");
+        // A login with a token replaces the single sign-on.
+        let mut creds = back;
+        creds.set("https://a.example", "plain");
+        assert!(creds.sso_for("https://a.example").is_none());
+
+        // One holder at a time.
+        let held = Credentials::lock(&env, std::time::Duration::ZERO).unwrap();
+        assert!(matches!(
+            Credentials::lock(&env, std::time::Duration::from_millis(50)),
+            Err(LockError::Busy { .. })
+        ));
+        drop(held);
+        Credentials::lock(&env, std::time::Duration::ZERO).unwrap();
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod judge;
 pub mod paths;
 pub mod provenance;
 pub mod sse;
+pub mod sso;
 pub mod stale;
 pub mod state;
 pub mod sync;

@@ -67,8 +67,9 @@ pub(crate) enum Cmd {
         #[arg(long)]
         force: bool,
     },
-    /// Store a token for a server (read from --token, or stdin).
-    Login,
+    /// Store a token for a server (read from --token, or stdin), or sign in with the company's
+    /// identity provider (--sso).
+    Login(LoginArgs),
     /// Forget the token of a server.
     Logout,
     /// Bring the server's changes into the team dir.
@@ -163,6 +164,28 @@ pub(crate) enum Cmd {
         #[arg(long)]
         no_watch: bool,
     },
+}
+
+#[derive(Args)]
+pub(crate) struct LoginArgs {
+    /// Sign in with the identity provider the server trusts (OpenID Connect): a code to approve
+    /// in any browser, or with --browser this machine's browser. The token renews by itself.
+    #[arg(long, conflicts_with = "token")]
+    pub(crate) sso: bool,
+    /// The identity provider's issuer URL (default: the one the server names; required when it
+    /// names several).
+    #[arg(long, requires = "sso", value_name = "URL")]
+    pub(crate) issuer: Option<String>,
+    /// The OAuth client memsync signs in as (default: the one the server names).
+    #[arg(long, requires = "sso", value_name = "ID")]
+    pub(crate) client_id: Option<String>,
+    /// Sign in with a browser on this machine (authorization code with PKCE and a loopback
+    /// redirect) instead of a device code.
+    #[arg(long, requires = "sso")]
+    pub(crate) browser: bool,
+    /// How long to wait for the sign-in to be completed.
+    #[arg(long, requires = "sso", default_value = "10m", value_parser = cmd::parse_duration)]
+    pub(crate) wait: Duration,
 }
 
 #[derive(Subcommand)]
@@ -450,7 +473,8 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
     let cwd = cmd::cwd()?;
     match command {
         Cmd::Init { force } => cmd::auth::init(g, &cwd, force),
-        Cmd::Login => cmd::auth::login(g, &cwd),
+        Cmd::Login(args) if args.sso => cmd::auth::login_sso(g, &cwd, args),
+        Cmd::Login(_) => cmd::auth::login(g, &cwd),
         Cmd::Logout => cmd::auth::logout(g, &cwd),
         Cmd::Pull { restore_deleted } => {
             cmd::sync::run(g, &cwd, cmd::sync::Direction::Pull { restore_deleted })

@@ -84,7 +84,22 @@ pub fn run(g: &Global, cwd: &Path) -> Result<u8, Fail> {
     checks.push(state_dir(&settings.state_dir));
     checks.extend(hooks(&settings));
 
-    let token = settings.token.as_ref().map(|t| t.expose().to_owned());
+    // A single sign-on is renewed now, whether due or not: a session needs the renewal to work.
+    let sign_in = settings
+        .token_stored
+        .then(|| super::stored_sign_in(g, &server))
+        .flatten();
+    let (renewal, token) = match &sign_in {
+        Some(s) => {
+            let renewal = rt.block_on(s.renew_now(super::LOCK_WAIT));
+            let token = match &renewal {
+                Ok(fresh) => Some(fresh.token.expose().to_owned()),
+                Err(_) => settings.token.as_ref().map(|t| t.expose().to_owned()),
+            };
+            (Some(renewal), token)
+        }
+        None => (None, settings.token.as_ref().map(|t| t.expose().to_owned())),
+    };
     let api = ApiClient::new(&server, token.as_deref().unwrap_or_default(), g.timeout)
         .map_err(Fail::env)?;
     let health = rt.block_on(api.health());
@@ -114,11 +129,18 @@ pub fn run(g: &Global, cwd: &Path) -> Result<u8, Fail> {
             format!("memsync login --server {server}"),
         ),
         (Some(_), false) => skip("token", "the server is unreachable"),
-        (Some(_), true) => token_accepted(&rt, &api, &server, &project),
+        (Some(_), true) => {
+            let mut c = token_accepted(&rt, &api, &server, &project);
+            if sign_in.is_some() && c.fix.is_some() {
+                c.fix = Some(format!("memsync login --sso --server {server}"));
+            }
+            c
+        }
     });
-    checks.push(match &token {
-        None => skip("token expiry", "no token"),
-        Some(t) => expiry(t, chrono::Utc::now(), &server, &project),
+    checks.push(match (&token, &renewal, &sign_in) {
+        (None, _, _) => skip("token expiry", "no token"),
+        (Some(_), Some(renewal), Some(s)) => sso_expiry(renewal, s, chrono::Utc::now()),
+        (Some(t), _, _) => expiry(t, chrono::Utc::now(), &server, &project),
     });
 
     let problems = checks.iter().filter(|c| c.status == Status::Fail).count();
@@ -467,6 +489,52 @@ fn token_accepted(
             Status::Fail,
             format!("cannot check the token: {e}"),
             format!("curl -sS {server}/v1/me -H \"Authorization: Bearer $MEMSYNC_TOKEN\""),
+        ),
+    }
+}
+
+/// A single sign-on: its identity provider, when its token and refresh token expire, and
+/// whether renewing it (just now) worked.
+fn sso_expiry(
+    renewal: &Result<memsync::sso::Fresh, memsync::sso::RenewError>,
+    sign_in: &memsync::sso::StoredSignIn,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Check {
+    let server = sign_in.server();
+    let relogin = format!("memsync login --sso --server {server}");
+    let Some(d) = sign_in.details() else {
+        return bad(
+            "token expiry",
+            Status::Fail,
+            "the single sign-on is gone from the credentials file",
+            relogin,
+        );
+    };
+    let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d %H:%M UTC").to_string();
+    let refresh = match d.refresh_expires_at {
+        Some(t) if t <= now => format!("its refresh token expired on {}", at(t)),
+        Some(t) => format!("its refresh token is good until {} at least", at(t)),
+        None if d.refresh_token.is_some() => {
+            "its refresh token is good as long as the identity provider keeps the session".into()
+        }
+        None => "no refresh token: sign in again when it expires".into(),
+    };
+    let head = format!(
+        "single sign-on with {} (client {}): the token expires on {}, {refresh}",
+        d.issuer,
+        d.client_id,
+        at(d.expires_at)
+    );
+    match renewal {
+        Ok(fresh) => match &fresh.warning {
+            None => ok("token expiry", format!("{head}; renewed just now")),
+            Some(w) => bad("token expiry", Status::Warn, w.clone(), relogin),
+        },
+        Err(e) => bad(
+            "token expiry",
+            Status::Fail,
+            format!("{head}; renewing failed: {}", e.reason),
+            relogin,
         ),
     }
 }

@@ -179,13 +179,44 @@ pub fn require_project(settings: &Settings) -> Result<ProjectId, Fail> {
 
 /// A client for the configured server with the configured token.
 pub fn api_client(g: &Global, settings: &Settings) -> Result<ApiClient, Fail> {
+    api_client_within(g, settings, LOCK_WAIT)
+}
+
+/// A client for the configured server with the configured token. A single sign-on token from
+/// the credentials file is renewed first when it is due (within `limit`), and again whenever
+/// the server refuses it as expired; never with a prompt.
+pub fn api_client_within(
+    g: &Global,
+    settings: &Settings,
+    limit: Duration,
+) -> Result<ApiClient, Fail> {
     let server = require_server(settings)?;
     let token = settings.token.as_ref().ok_or_else(|| {
         Fail::env(format!(
             "no token for {server}: run `memsync login --server {server}`, or set MEMSYNC_TOKEN"
         ))
     })?;
-    ApiClient::new(&server, token.expose(), g.timeout).map_err(Fail::env)
+    let sign_in = settings
+        .token_stored
+        .then(|| stored_sign_in(g, &server))
+        .flatten();
+    let Some(sign_in) = sign_in else {
+        return ApiClient::new(&server, token.expose(), g.timeout).map_err(Fail::env);
+    };
+    let fresh = runtime()?
+        .block_on(sign_in.token(limit))
+        .map_err(Fail::env)?;
+    if let Some(w) = &fresh.warning {
+        eprintln!("memsync: {w}");
+    }
+    Ok(ApiClient::new(&server, fresh.token.expose(), g.timeout)
+        .map_err(Fail::env)?
+        .with_renew(std::sync::Arc::new(sign_in)))
+}
+
+/// The single sign-on stored for `server` in the credentials file, if there is one.
+pub fn stored_sign_in(g: &Global, server: &str) -> Option<memsync::sso::StoredSignIn> {
+    memsync::sso::StoredSignIn::for_server(server, g.timeout, std::sync::Arc::new(ProcessEnv))
 }
 
 /// Everything a sync command needs.
@@ -229,7 +260,7 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 pub fn session(g: &Global, cwd: &Path, lock_wait: Duration) -> Result<Session, Fail> {
     let settings = settings_at(g, cwd)?;
     let project = require_project(&settings)?;
-    let api = api_client(g, &settings)?;
+    let api = api_client_within(g, &settings, lock_wait)?;
     let team = TeamDir::open(&settings.team_dir).map_err(Fail::env)?;
     let store = StateStore::open(&settings.state_dir, lock_wait).map_err(Fail::env)?;
     Ok(Session {

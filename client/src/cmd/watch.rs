@@ -665,6 +665,7 @@ fn names(written: &[String], deleted: &[String], merged: &[String]) -> String {
 fn fatal(e: &ApiError) -> Option<(String, String)> {
     match e {
         ApiError::Unauthenticated(_) => Some(("unauthenticated".into(), e.to_string())),
+        ApiError::SignInExpired(_) => Some(("expired".into(), e.to_string())),
         ApiError::Forbidden(_) => Some(("forbidden".into(), e.to_string())),
         _ => None,
     }
