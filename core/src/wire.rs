@@ -687,17 +687,28 @@ impl std::str::FromStr for TokenRate {
 
     /// `RPS` (bursts of twice that, at least 1) or `RPS/BURST`.
     fn from_str(s: &str) -> Result<TokenRate, String> {
-        let bad = || format!("`{s}` is not a rate: write requests per second, optionally with a burst, e.g. `5` or `5/20`");
+        let bad = || {
+            format!(
+                "`{s}` is not a rate: write requests per second, optionally with a burst, e.g. `5` or `5/20`"
+            )
+        };
         let (rps, burst) = match s.trim().split_once('/') {
-            Some((r, b)) => (r.trim().parse::<u32>().map_err(|_| bad())?, Some(b.trim().parse::<u32>().map_err(|_| bad())?)),
+            Some((r, b)) => (
+                r.trim().parse::<u32>().map_err(|_| bad())?,
+                Some(b.trim().parse::<u32>().map_err(|_| bad())?),
+            ),
             None => (s.trim().parse::<u32>().map_err(|_| bad())?, None),
         };
         if rps == 0 {
-            return Err(format!("`{s}`: the rate must be at least 1 request per second"));
+            return Err(format!(
+                "`{s}`: the rate must be at least 1 request per second"
+            ));
         }
         let burst = burst.unwrap_or(rps.saturating_mul(2));
         if burst < rps {
-            return Err(format!("`{s}`: the burst ({burst}) must be at least the rate ({rps})"));
+            return Err(format!(
+                "`{s}`: the burst ({burst}) must be at least the rate ({rps})"
+            ));
         }
         Ok(TokenRate { rps, burst })
     }

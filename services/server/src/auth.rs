@@ -390,7 +390,12 @@ impl FromRequestParts<AppState> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        authenticate(state, &parts.headers, Scheme::Bearer)
+        let principal = authenticate(state, &parts.headers, Scheme::Bearer)?;
+        // The token's and its team's rate limits (`crate::limits`).
+        state
+            .limiter
+            .admit(&principal.claims, &parts.method, parts.uri.path())?;
+        Ok(principal)
     }
 }
 

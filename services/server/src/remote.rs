@@ -147,6 +147,19 @@ fn issue_request(args: IssueArgs) -> anyhow::Result<TokenIssue> {
         teams: memsync_core::wire::parse_team_grants(&args.teams).map_err(anyhow::Error::msg)?,
         admin: args.admin,
         ttl_days: Some(ttl_days),
+        scopes: args
+            .scopes
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(|e| anyhow::anyhow!("--scope {e}"))?,
+        projects: args.projects,
+        rate: args
+            .rate
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--rate {e}"))?,
     })
 }
 

@@ -45,7 +45,11 @@ pub async fn insert(conn: &mut PgConnection, claims: &Claims, issued_by: &str) -
     .bind(issued_by)
     .bind(&claims.scope)
     .bind(&claims.projects)
-    .bind(claims.rate.map(|r| serde_json::to_value(r).unwrap_or_default()))
+    .bind(
+        claims
+            .rate
+            .map(|r| serde_json::to_value(r).unwrap_or_default()),
+    )
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -81,8 +85,8 @@ pub async fn claims(
     .bind(jti)
     .fetch_optional(pool)
     .await?;
-    Ok(
-        row.map(|(sub, name, email, teams, admin, iat, exp, scope, projects, rate)| Claims {
+    Ok(row.map(
+        |(sub, name, email, teams, admin, iat, exp, scope, projects, rate)| Claims {
             sub,
             name,
             email,
@@ -96,8 +100,8 @@ pub async fn claims(
             scope,
             projects,
             rate: rate.and_then(|r| serde_json::from_value(r).ok()),
-        }),
-    )
+        },
+    ))
 }
 
 type TokenRow = (
