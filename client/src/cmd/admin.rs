@@ -666,6 +666,10 @@ fn tokens(
                 teams,
                 admin,
                 ttl_days,
+                // The client's own --scope/--project/--rate come with the token scopes work.
+                scopes: Vec::new(),
+                projects: Vec::new(),
+                rate: None,
             };
             // One key for this issue, sent with each retry: a retry after a lost answer gets
             // the same token back instead of a second one.
