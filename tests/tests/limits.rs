@@ -427,12 +427,10 @@ async fn a_slow_body_and_a_huge_one_hold_up_nobody_else() {
             }
             sent += 1;
             let mut peek = [0u8; 1];
-            if let Ok(Ok(n)) =
-                tokio::time::timeout(Duration::from_millis(100), s.peek(&mut peek)).await
-            {
-                if n > 0 {
-                    break; // the server answered
-                }
+            let answered =
+                tokio::time::timeout(Duration::from_millis(100), s.peek(&mut peek)).await;
+            if matches!(answered, Ok(Ok(n)) if n > 0) {
+                break; // the server answered
             }
         }
         (sent, read_answer(&mut s, Duration::from_secs(5)).await)

@@ -269,7 +269,8 @@ pub async fn lock_project(
     announce_after_commit: bool,
 ) -> sqlx::Result<Option<LockedProject>> {
     // set_config in the select list: evaluated for the locked row (and only then matters).
-    let row: Option<(i64, i32, i64, bool, bool, DateTime<Utc>, String)> = sqlx::query_as(
+    type Row = (i64, i32, i64, bool, bool, DateTime<Utc>, String);
+    let row: Option<Row> = sqlx::query_as(
         "SELECT revision, files, bytes, archived_at IS NOT NULL, review = 'required', now(),
                 set_config($3, CASE WHEN $4 THEN 'on' ELSE '' END, true)
          FROM projects WHERE team = $1 AND project = $2 FOR UPDATE",

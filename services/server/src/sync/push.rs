@@ -560,7 +560,9 @@ async fn check(
             None,
         )]));
     }
-    quota(limits, project, locked, bytes_delta)?;
+    if let Some(refused) = over_quota(limits, project, locked, bytes_delta) {
+        return Err(refused);
+    }
     Ok(Ready {
         states,
         files_delta,
@@ -571,20 +573,18 @@ async fn check(
 /// The storage quota: a batch that grows the project past its quota is refused (under the
 /// project lock, against its byte counter, so every replica agrees); one that shrinks it always
 /// passes, even over the quota.
-fn quota(
+fn over_quota(
     limits: SyncLimits,
     project: &ProjectId,
     locked: &memories::LockedProject,
     bytes_delta: i64,
-) -> Result<(), Stop> {
-    let Some(quota) = limits.quotas.project_quota(project.team()) else {
-        return Ok(());
-    };
+) -> Option<Stop> {
+    let quota = limits.quotas.project_quota(project.team())?;
     let would_use = locked.bytes.saturating_add(bytes_delta);
     if bytes_delta <= 0 || would_use <= i64::try_from(quota).unwrap_or(i64::MAX) {
-        return Ok(());
+        return None;
     }
-    Err(Stop::audited(
+    Some(Stop::audited(
         (
             "push_refused",
             json!({ "rules": ["quota_exceeded"], "quota_bytes": quota, "used_bytes": locked.bytes, "would_use_bytes": would_use }),
