@@ -5,7 +5,8 @@
 //! PUT or DELETE that carries an `Idempotency-Key` (the server applies such a request once and
 //! answers its retries with the stored answer). Nothing else is ever sent twice. How it is
 //! retried is [`RetryPolicy`]: a few attempts, after a lost connection, a timeout or a 502, 503
-//! or 504, with backoff and jitter, honouring `Retry-After`; never after another status.
+//! or 504, with backoff and jitter, honouring `Retry-After`, and after a 429 (a rate limit) whose
+//! `Retry-After` is within the policy's longest wait; never after another status.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -329,6 +330,9 @@ impl RetryPolicy {
         let retry_after = match failure {
             Failure::Connect | Failure::Timeout | Failure::Lost => None,
             Failure::Status(502..=504, retry_after) => retry_after,
+            // Over a rate limit: nothing was applied, and the server says when there is room.
+            // A longer wait than the policy allows is left to the caller (the 429 says how long).
+            Failure::Status(429, Some(wait)) if wait <= self.max_retry_after => Some(wait),
             // Every other answer is the server's word: a 4xx will not change by asking again,
             // and a 500 is a bug, not a hiccup.
             Failure::Status(..) => return None,
@@ -1534,7 +1538,7 @@ mod tests {
             assert_eq!(p.next(false, 1, f, 0.5), None, "{f:?}");
         }
         for status in [
-            200, 201, 204, 304, 400, 401, 403, 404, 409, 410, 413, 422, 429, 500,
+            200, 201, 204, 304, 400, 401, 403, 404, 409, 410, 413, 422, 500,
         ] {
             assert_eq!(
                 p.next(true, 1, Failure::Status(status, Some(Duration::ZERO)), 0.5),
@@ -1542,6 +1546,17 @@ mod tests {
                 "{status} is the server's word"
             );
         }
+        // A rate limit is retried after its Retry-After, when that is within the policy's
+        // bounds; never without one, never past the last attempt, never a one-shot write.
+        let limited = |secs| Failure::Status(429, Some(Duration::from_secs(secs)));
+        assert_eq!(
+            p.next(true, 1, limited(2), 0.5),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(p.next(true, 1, limited(11), 0.5), None);
+        assert_eq!(p.next(true, 1, Failure::Status(429, None), 0.5), None);
+        assert_eq!(p.next(true, 3, limited(1), 0.5), None);
+        assert_eq!(p.next(false, 1, limited(1), 0.5), None);
     }
 
     #[test]

@@ -846,3 +846,49 @@ async fn team_admins_manage_a_projects_allowlist() {
         .await;
     assert_eq!(r.status, 404, "{}", r.text);
 }
+
+#[tokio::test]
+async fn project_pages_show_the_bytes_stored_against_the_quota_and_the_limits() {
+    let db = TestDb::new().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("memsync.toml");
+    std::fs::write(
+        &config,
+        "[limits.teams.acme]\nmax_project_bytes = 2048\nrate = \"50/100\"\n",
+    )
+    .expect("config");
+    let config = config.display().to_string();
+    let server = Server::start_with(Some(db.url.clone()), None, &["--config", &config]);
+    let ann_token = forge_token("ann", &[("acme", "admin")], false);
+    let ann = server.client(&ann_token);
+    let body = format!("{}\n", "x".repeat(1850));
+    let r = ann
+        .push(P, &batch(vec![put("a.md", &note("a", &body), None)]))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let bytes = ann.fetch(&format!("/v1/projects/{P}")).await.body["bytes"]
+        .as_i64()
+        .unwrap();
+    let kib = format!("{:.1} KiB", bytes as f64 / 1024.0);
+
+    let browser = signed_in(&server, &ann_token).await;
+    let list = browser.get("/admin/projects").await;
+    assert_eq!(list.status, 200);
+    let text = list.plain();
+    assert!(
+        text.contains(&format!("{kib} of 2 KiB (")) && text.contains("nearly full"),
+        "{kib} of 2 KiB in the list: {text}"
+    );
+    let page = browser.get(&format!("/admin/p/{P}")).await;
+    assert_eq!(page.status, 200);
+    let text = page.plain();
+    for want in [
+        format!("stored {kib} of 2 KiB"),
+        "Rate limits and quotas".to_owned(),
+        "100 requests/s, bursts of 500".to_owned(),
+        "50 requests/s, bursts of 100".to_owned(),
+        "120 a minute".to_owned(),
+    ] {
+        assert!(text.contains(&want), "{want} in: {text}");
+    }
+}

@@ -484,6 +484,10 @@ impl FromRequestParts<AppState> for Principal {
     /// `crate::http` says it for every route), so no handler can forget to.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let principal = authenticate(state, &parts.headers, Scheme::Bearer).await?;
+        // The token's and its team's rate limits (`crate::limits`).
+        state
+            .limiter
+            .admit(&principal.claims, &parts.method, parts.uri.path())?;
         let route = parts
             .extensions
             .get::<axum::extract::MatchedPath>()

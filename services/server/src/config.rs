@@ -256,6 +256,53 @@ pub struct GlobalArgs {
         default_value_t = 10_000
     )]
     pub max_streams: usize,
+    /// Most long-polls and event streams the tokens of one team may hold open at once in this
+    /// process (0: no limit but --max-streams); a team's own is `max_streams` in
+    /// `[limits.teams.TEAM]`.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_MAX_STREAMS_PER_TEAM",
+        default_value_t = 0
+    )]
+    pub max_streams_per_team: usize,
+    /// Requests one token may make: `RPS/BURST` (e.g. `100/500`: 100 a second sustained, bursts
+    /// of 500), `RPS` (bursts of twice that) or `off`. A token issued with its own rate
+    /// (`token issue --rate`) has that instead. Counted per process (see docs/limits.md).
+    #[arg(long, global = true, env = "MEMSYNC_TOKEN_RATE", default_value = "100/500", value_parser = crate::limits::RateSetting::parse, value_name = "RPS[/BURST]|off")]
+    pub token_rate: crate::limits::RateSetting,
+    /// Requests the tokens of one team may make together, to the team's projects: `RPS/BURST`,
+    /// `RPS` or `off`; a team's own is `rate` in `[limits.teams.TEAM]`.
+    #[arg(long, global = true, env = "MEMSYNC_TEAM_RATE", default_value = "off", value_parser = crate::limits::RateSetting::parse, value_name = "RPS[/BURST]|off")]
+    pub team_rate: crate::limits::RateSetting,
+    /// Pushes one token may make a minute (a bucket of that many, refilled at that rate; 0: no
+    /// limit).
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_TOKEN_PUSHES_PER_MINUTE",
+        default_value_t = 120
+    )]
+    pub token_pushes_per_minute: u32,
+    /// Pushes the tokens of one team may make together a minute (0: no limit); a team's own is
+    /// `pushes_per_minute` in `[limits.teams.TEAM]`.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_TEAM_PUSHES_PER_MINUTE",
+        default_value_t = 0
+    )]
+    pub team_pushes_per_minute: u32,
+    /// Most bytes of memories one project may hold (the content of its live files; 0: no
+    /// limit); a push that would go over it is refused, one that shrinks the project always
+    /// passes. A team's own is `max_project_bytes` in `[limits.teams.TEAM]`.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_MAX_PROJECT_BYTES",
+        default_value_t = 100 * 1024 * 1024
+    )]
+    pub max_project_bytes: u64,
     /// Time a connection has to send a request's headers, counted from when it opens or
     /// finishes its previous request (so it is also the keep-alive idle limit); a connection
     /// that misses it is closed.
@@ -521,6 +568,8 @@ pub struct Config {
     pub feedback_judge: crate::sync::judge::JudgeArgs,
     /// The trusted identity providers as given; checked when the server starts.
     pub oidc: crate::oidc::OidcArgs,
+    /// Rate limits and quotas (`crate::limits`), for the life of the process.
+    pub limits: &'static crate::limits::LimitSettings,
 }
 
 impl Config {
@@ -604,6 +653,17 @@ impl Config {
                 admin_group: g.oidc_admin_group.clone(),
                 server_admin_group: g.oidc_server_admin_group.clone(),
             },
+            // Built once per process and read by every request: leaked, so that the push's
+            // `SyncLimits` (Copy) can carry the quotas.
+            limits: Box::leak(Box::new(crate::limits::LimitSettings {
+                token_rate: g.token_rate,
+                team_rate: g.team_rate,
+                token_pushes_per_minute: g.token_pushes_per_minute,
+                team_pushes_per_minute: g.team_pushes_per_minute,
+                max_project_bytes: g.max_project_bytes,
+                max_streams_per_team: g.max_streams_per_team,
+                teams: g.resolved.team_limits.clone(),
+            })),
         }
     }
 

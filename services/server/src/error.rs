@@ -49,6 +49,17 @@ pub enum ApiError {
     /// A per-caller cap was reached (429, with `Retry-After`).
     #[error("{message}")]
     TooMany { code: &'static str, message: String },
+    /// A rate limit (`crate::limits`): 429 `rate_limited`, `Retry-After` the seconds until the
+    /// bucket holds a request again.
+    #[error("{message}")]
+    RateLimited {
+        message: String,
+        retry_after: u64,
+        details: Value,
+    },
+    /// A push would take its project over its storage quota: 413 `quota_exceeded`.
+    #[error("{message}")]
+    QuotaExceeded { message: String, details: Value },
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -74,7 +85,10 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooMany { .. } | ApiError::RateLimited { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+            ApiError::QuotaExceeded { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -92,6 +106,8 @@ impl ApiError {
             ApiError::Conflict { .. } => "conflict",
             ApiError::FeedbackConflict { .. } => "feedback_conflict",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::QuotaExceeded { .. } => "quota_exceeded",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Timeout(_) => "timeout",
             ApiError::Unavailable { .. } => "unavailable",
@@ -104,7 +120,9 @@ impl ApiError {
         let details = match self {
             ApiError::Unprocessable { details, .. }
             | ApiError::Conflict { details, .. }
-            | ApiError::FeedbackConflict { details, .. } => details.clone(),
+            | ApiError::FeedbackConflict { details, .. }
+            | ApiError::RateLimited { details, .. }
+            | ApiError::QuotaExceeded { details, .. } => details.clone(),
             ApiError::MissingScope { needed, has } => {
                 serde_json::json!({ "required_scope": needed, "token_scope": has })
             }
@@ -203,6 +221,10 @@ impl IntoResponse for ApiError {
         if matches!(self, ApiError::TooMany { .. }) {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        }
+        if let ApiError::RateLimited { retry_after, .. } = &self {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
         }
         resp
     }

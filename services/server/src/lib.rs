@@ -18,6 +18,7 @@ pub mod error;
 pub mod export;
 pub mod http;
 pub mod idempotent;
+pub mod limits;
 pub mod live;
 pub mod metrics;
 pub mod oidc;

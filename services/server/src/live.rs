@@ -1,6 +1,6 @@
 //! Live updates (SPEC §10): what long-polls (`changes?wait=`) and event streams (`/events`)
-//! share — their limits, the count of open ones per token and in all, and the server's "closing"
-//! signal that ends them when it shuts down. The waiting itself is fed by the revision bus
+//! share — their limits, the count of open ones per token, per team and in all, and the server's
+//! "closing" signal that ends them when it shuts down. The waiting itself is fed by the revision bus
 //! ([`crate::bus`]); the HTTP side is `http::live`.
 
 use std::collections::HashMap;
@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::error::ApiError;
+use crate::limits::{LimitKind, Limiter};
 
 /// The longest `wait=` a long-poll may ask for, in seconds.
 pub const MAX_WAIT_SECS: u64 = 60;
@@ -57,6 +58,8 @@ struct Open {
     streams: usize,
     long_polls: usize,
     per_token: HashMap<Uuid, usize>,
+    /// Only teams with a place open: at most one entry per open place.
+    per_team: HashMap<String, usize>,
 }
 
 impl Open {
@@ -84,9 +87,16 @@ impl Live {
         &self.0.limits
     }
 
-    /// A place for one more long-poll or stream of the token `jti`, held until the returned
-    /// slot is dropped; refused (429 per token, 503 in all) when the caps are reached.
-    pub fn open(&self, jti: Uuid, kind: Kind) -> Result<Slot, ApiError> {
+    /// A place for one more long-poll or stream of the token `jti` on a project of `team`, held
+    /// until the returned slot is dropped; refused (429 per token and per team, 503 in all) when
+    /// the caps are reached. The team's cap and the refusals' count are `limiter`'s.
+    pub fn open(
+        &self,
+        jti: Uuid,
+        team: &str,
+        limiter: &Limiter,
+        kind: Kind,
+    ) -> Result<Slot, ApiError> {
         let mut open = self.0.open.lock().unwrap_or_else(|e| e.into_inner());
         let limits = &self.0.limits;
         if open.total >= limits.total {
@@ -97,8 +107,24 @@ impl Live {
                 ),
             });
         }
+        let team_cap = limiter.settings().team_streams(team);
+        if let Some(cap) = team_cap
+            && open.per_team.get(team).copied().unwrap_or(0) >= cap
+        {
+            limiter.refused(LimitKind::TeamStreams);
+            return Err(ApiError::TooMany {
+                code: "too_many_streams",
+                message: format!(
+                    "the tokens of team `{team}` already hold {cap} long-polls and event streams on this server, the most the team may ({}); close one first, or retry later",
+                    limiter
+                        .settings()
+                        .setting_name(team, "max_streams", "max-streams-per-team")
+                ),
+            });
+        }
         let mine = open.per_token.entry(jti).or_default();
         if *mine >= limits.per_token {
+            limiter.refused(LimitKind::TokenStreams);
             return Err(ApiError::TooMany {
                 code: "too_many_streams",
                 message: format!(
@@ -110,9 +136,11 @@ impl Live {
         *mine += 1;
         open.total += 1;
         *open.of(kind) += 1;
+        *open.per_team.entry(team.to_owned()).or_default() += 1;
         Ok(Slot {
             live: self.clone(),
             jti,
+            team: team.to_owned(),
             kind,
         })
     }
@@ -155,6 +183,7 @@ impl std::fmt::Debug for Live {
 pub struct Slot {
     live: Live,
     jti: Uuid,
+    team: String,
     kind: Kind,
 }
 
@@ -170,12 +199,25 @@ impl Drop for Slot {
                 open.per_token.remove(&self.jti);
             }
         }
+        if let Some(n) = open.per_team.get_mut(&self.team) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.per_team.remove(&self.team);
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn limiter(team_streams: usize) -> Limiter {
+        Limiter::new(Box::leak(Box::new(crate::limits::LimitSettings {
+            max_streams_per_team: team_streams,
+            ..Default::default()
+        })))
+    }
 
     #[test]
     fn places_are_capped_per_token_and_in_all_and_freed_on_drop() {
@@ -184,15 +226,16 @@ mod tests {
             total: 3,
             ..LiveLimits::default()
         });
+        let l = limiter(0);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        let a1 = live.open(a, Kind::Stream).unwrap();
-        let _a2 = live.open(a, Kind::LongPoll).unwrap();
-        let err = live.open(a, Kind::Stream).err().unwrap();
+        let a1 = live.open(a, "acme", &l, Kind::Stream).unwrap();
+        let _a2 = live.open(a, "acme", &l, Kind::LongPoll).unwrap();
+        let err = live.open(a, "acme", &l, Kind::Stream).err().unwrap();
         assert_eq!(err.code(), "too_many_streams");
         assert!(err.to_string().contains("--max-streams-per-token"), "{err}");
-        let _b1 = live.open(b, Kind::LongPoll).unwrap();
+        let _b1 = live.open(b, "acme", &l, Kind::LongPoll).unwrap();
         assert_eq!(
-            live.open(b, Kind::Stream).err().unwrap().code(),
+            live.open(b, "acme", &l, Kind::Stream).err().unwrap().code(),
             "unavailable"
         );
         assert_eq!(live.open_now(), 3);
@@ -200,8 +243,30 @@ mod tests {
         drop(a1);
         assert_eq!(live.open_now(), 2);
         assert_eq!(live.open_by_kind(), (0, 2));
-        let _a3 = live.open(a, Kind::Stream).unwrap();
+        let _a3 = live.open(a, "acme", &l, Kind::Stream).unwrap();
         assert_eq!(live.open_by_kind(), (1, 2));
+    }
+
+    #[test]
+    fn places_are_capped_per_team() {
+        let live = Live::new(LiveLimits::default());
+        let l = limiter(2);
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let a1 = live.open(a, "acme", &l, Kind::Stream).unwrap();
+        let _b1 = live.open(b, "acme", &l, Kind::Stream).unwrap();
+        let err = live.open(b, "acme", &l, Kind::LongPoll).err().unwrap();
+        assert_eq!(err.code(), "too_many_streams");
+        assert!(err.to_string().contains("team `acme`"), "{err}");
+        assert!(err.to_string().contains("--max-streams-per-team"), "{err}");
+        // Another team's places are its own.
+        let _b2 = live.open(b, "beta", &l, Kind::Stream).unwrap();
+        drop(a1);
+        let _a2 = live.open(a, "acme", &l, Kind::Stream).unwrap();
+        let refused = l.refusals();
+        assert!(
+            refused.contains(&(LimitKind::TeamStreams, 1)),
+            "{refused:?}"
+        );
     }
 
     #[tokio::test]

@@ -85,6 +85,7 @@ fn sync_limits(cfg: &Config) -> sync::SyncLimits {
             max_changes_per_push: cfg.max_changes_per_push,
         },
         max_files_per_project: cfg.max_files_per_project,
+        quotas: cfg.limits,
     }
 }
 
@@ -133,9 +134,11 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     announcer.spawn(db.pool.clone());
     spawn_housekeeping(db.pool.clone());
     let live = memsync_server::live::Live::new(cfg.live);
+    let limiter = memsync_server::limits::Limiter::new(cfg.limits);
     let metrics = Arc::new(memsync_server::metrics::Metrics::new(
         db.pool.clone(),
         live.clone(),
+        limiter.clone(),
         cfg.metrics_listen.is_none(),
     ));
     export::spawn_lag(db.pool.clone());
@@ -152,6 +155,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
         announcer: announcer.clone(),
         live,
         console,
+        limiter,
     });
     if let Some(oidc) = &oidc {
         oidc.spawn_warmup();

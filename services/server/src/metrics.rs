@@ -23,6 +23,7 @@ use prometheus_client::encoding::{
     LabelValueEncoder,
 };
 use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -31,6 +32,7 @@ use prometheus_client::registry::Registry;
 use sqlx::PgPool;
 
 use crate::error::{ApiError, ApiResult};
+use crate::limits::Limiter;
 use crate::live::Live;
 
 /// Request latency buckets (seconds), 1 ms to 10 s, as before this module.
@@ -269,8 +271,8 @@ fn latency_histogram() -> Histogram {
 static ACQUIRE: LazyLock<Histogram> = LazyLock::new(|| Histogram::new(ACQUIRE_BUCKETS));
 
 impl Metrics {
-    /// The metrics of a `serve` process: `pool` and `live` are read when scraped.
-    pub fn new(pool: PgPool, live: Live, on_api_listener: bool) -> Metrics {
+    /// The metrics of a `serve` process: `pool`, `live` and `limiter` are read when scraped.
+    pub fn new(pool: PgPool, live: Live, limiter: Limiter, on_api_listener: bool) -> Metrics {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -321,7 +323,11 @@ impl Metrics {
             "Time a request took to get a database connection from the pool (waiting for a free one, or opening one); acquires that time out are not in it",
             ACQUIRE.clone(),
         );
-        registry.register_collector(Box::new(Sampled { pool, live }));
+        registry.register_collector(Box::new(Sampled {
+            pool,
+            live,
+            limiter,
+        }));
         registry.register_collector(Box::new(crate::export::MetricsCollector));
         Metrics {
             registry,
@@ -392,6 +398,9 @@ impl Metrics {
             Err(ApiError::FeedbackConflict { .. }) => {
                 self.pushed(Outcome::Refused, ["feedback_conflict"])
             }
+            Err(ApiError::QuotaExceeded { .. }) => {
+                self.pushed(Outcome::Refused, ["quota_exceeded"])
+            }
             Err(ApiError::Unprocessable {
                 code: "validation_failed",
                 details,
@@ -456,12 +465,13 @@ impl Metrics {
     }
 }
 
-/// Gauges read from memory at each scrape: the request pool's connections (sqlx's own counts)
-/// and the open event streams and long-polls.
+/// Gauges read from memory at each scrape: the request pool's connections (sqlx's own counts),
+/// the open event streams and long-polls, and the limiter's refusals and buckets.
 #[derive(Debug)]
 struct Sampled {
     pool: PgPool,
     live: Live,
+    limiter: Limiter,
 }
 
 impl Collector for Sampled {
@@ -490,7 +500,29 @@ impl Collector for Sampled {
             "Live updates open now, by kind: event_stream (GET .../events) or long_poll (GET .../changes?wait=).",
             &[("event_stream", streams), ("long_poll", long_polls)],
             "kind",
-        )
+        )?;
+        let mut refusals = encoder.encode_descriptor(
+            "memsync_limit_refusals",
+            "Requests refused by a rate limit or quota, by limit: token_requests, team_requests (429 rate_limited), token_pushes, team_pushes (429 on a push), project_bytes (413 quota_exceeded), token_streams, team_streams (429 too_many_streams)",
+            None,
+            MetricType::Counter,
+        )?;
+        for (kind, n) in self.limiter.refusals() {
+            ConstCounter::new(n).encode(refusals.encode_family(&[("limit", kind.label())])?)?;
+        }
+        let (tracked, forgotten) = self.limiter.tracked();
+        ConstGauge::new(tracked as i64).encode(encoder.encode_descriptor(
+            "memsync_limit_buckets",
+            "Tokens and teams with a rate-limit bucket in this process now (full buckets are dropped; at most 100000)",
+            None,
+            MetricType::Gauge,
+        )?)?;
+        ConstCounter::new(forgotten).encode(encoder.encode_descriptor(
+            "memsync_limit_buckets_forgotten",
+            "Rate-limit buckets dropped before they were full to stay under the cap (their keys start again with a full burst)",
+            None,
+            MetricType::Counter,
+        )?)
     }
 }
 
@@ -554,7 +586,8 @@ mod tests {
         let pool = sqlx::postgres::PgPoolOptions::new()
             .connect_lazy("postgres://nobody@127.0.0.1:1/none")
             .expect("a lazy pool");
-        Metrics::new(pool, Live::new(Default::default()), true)
+        let limiter = Limiter::new(Box::leak(Box::default()));
+        Metrics::new(pool, Live::new(Default::default()), limiter, true)
     }
 
     #[tokio::test]

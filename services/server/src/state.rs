@@ -48,4 +48,6 @@ pub struct Shared {
     pub live: crate::live::Live,
     /// The admin console's session settings and origin.
     pub console: Arc<crate::console::Settings>,
+    /// Rate limits per token and per team, and the quotas' settings (`crate::limits`).
+    pub limiter: crate::limits::Limiter,
 }

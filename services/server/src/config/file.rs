@@ -69,6 +69,8 @@ pub struct Resolved {
     pub jwt_secret: Option<SecretString>,
     /// Every setting, in the order of the flags.
     pub settings: Vec<Setting>,
+    /// The teams' own limits, from the file's `[limits.teams.TEAM]` tables.
+    pub team_limits: std::collections::BTreeMap<String, crate::limits::TeamLimits>,
 }
 
 /// Why the command line or the configuration file was refused.
@@ -219,9 +221,11 @@ where
     let mut cmd = Cli::command();
     let mut from_file: Vec<String> = Vec::new();
     let mut jwt_secret = None;
+    let mut team_limits = Default::default();
     if let Some((path, by)) = &file {
         let table = read_table(path, by)?;
-        let settings = check_table(&cmd, path, &table)?;
+        let (settings, teams) = check_table(&cmd, path, &table)?;
+        team_limits = teams;
         for (key, value) in settings {
             if key == JWT_SECRET {
                 jwt_secret = Some(SecretString(value));
@@ -296,6 +300,7 @@ where
         file,
         jwt_secret: jwt_secret.filter(|s| !s.expose().is_empty()),
         settings,
+        team_limits,
     };
     Ok(cli)
 }
@@ -365,19 +370,30 @@ fn read_table(path: &Path, by: &Source) -> Result<toml::Table, ParseError> {
     })
 }
 
+/// The teams' own limits a file gives, by team.
+type TeamLimits = std::collections::BTreeMap<String, crate::limits::TeamLimits>;
+
 /// Checks every key and value of the file against the flags; returns each setting as its flag
-/// would take it, or every problem found.
+/// would take it and the `[limits]` table's teams, or every problem found.
 fn check_table(
     cmd: &clap::Command,
     path: &Path,
     table: &toml::Table,
-) -> Result<Vec<(String, String)>, ParseError> {
+) -> Result<(Vec<(String, String)>, TeamLimits), ParseError> {
     let file = path.display();
     let keys = keys();
     let mut errors = Vec::new();
     let mut out = Vec::new();
+    let mut teams = TeamLimits::new();
     for (key, value) in table {
         let secret = SECRET_KEYS.contains(&key.as_str());
+        if key == crate::limits::FILE_TABLE {
+            match crate::limits::teams_from_toml(value, &file.to_string()) {
+                Ok(t) => teams = t,
+                Err(e) => errors.extend(e),
+            }
+            continue;
+        }
         if key == JWT_SECRET {
             match value {
                 toml::Value::String(s) if s.len() >= 32 => out.push((key.clone(), s.clone())),
@@ -432,7 +448,7 @@ fn check_table(
         out.push((key.clone(), given));
     }
     if errors.is_empty() {
-        Ok(out)
+        Ok((out, teams))
     } else {
         Err(ParseError::File(errors))
     }
@@ -465,7 +481,7 @@ fn unknown_key(key: &str, value: &toml::Value, file: &str, keys: &[String]) -> S
     }
     if let toml::Value::Table(_) = value {
         return format!(
-            "`[{key}]` in {file} is a table, and the configuration file holds flat keys only: put the settings at the top of the file, e.g. `listen = \"127.0.0.1:7878\"` (see docs/configuration.md)"
+            "`[{key}]` in {file} is a table, and the configuration file holds flat keys only (and the `[limits.teams.TEAM]` tables of per-team limits): put the settings at the top of the file, e.g. `listen = \"127.0.0.1:7878\"` (see docs/configuration.md)"
         );
     }
     let hint = match nearest(key, keys) {
@@ -543,6 +559,14 @@ impl Resolved {
         for (line, source) in lines {
             out.push_str(&format!("{line:width$}  # {source}\n"));
         }
+        // The teams' own limits (after every top-level key, as TOML wants).
+        out.push_str(
+            &crate::limits::LimitSettings {
+                teams: self.team_limits.clone(),
+                ..Default::default()
+            }
+            .teams_toml(),
+        );
         out
     }
 
@@ -719,6 +743,45 @@ mod tests {
         );
         let e = file_errors(parse_with("listen = \n", &[]));
         assert!(e[0].contains("not valid TOML: line 1"), "{e:?}");
+    }
+
+    #[test]
+    fn teams_have_their_own_limits_in_the_file_and_show_prints_them() {
+        let cli = parse_with(
+            "token_rate = \"5/10\"\nmax_project_bytes = 1000\n[limits.teams.acme]\nrate = \"1/2\"\nmax_project_bytes = 0\n",
+            &["config", "show"],
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let g = &cli.global;
+        assert_eq!(g.token_rate.to_string(), "5/10");
+        assert_eq!(g.resolved.source("token_rate"), Some(&Source::File));
+        let cfg = super::super::Config::from_args(g);
+        assert_eq!(cfg.limits.project_quota("acme"), None);
+        assert_eq!(cfg.limits.project_quota("beta"), Some(1000));
+        assert_eq!(cfg.limits.team_rate("acme").map(|r| r.burst), Some(2));
+        let shown = g.resolved.show();
+        let table: toml::Table = toml::from_str(&shown).expect("show prints TOML");
+        assert_eq!(
+            table["limits"]["teams"]["acme"]["rate"],
+            toml::Value::String("1/2".into())
+        );
+        assert_eq!(table["token_rate"], toml::Value::String("5/10".into()));
+
+        let e = file_errors(parse_with(
+            "token_rate = \"fast\"\n[limits.teams.acme]\nrat = \"1/2\"\n",
+            &[],
+        ));
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(
+            e.iter()
+                .any(|m| m.contains("`token_rate`") && m.contains("`off`")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|m| m.contains("unknown key `rat` in [limits.teams.acme]")),
+            "{e:?}"
+        );
     }
 
     #[test]

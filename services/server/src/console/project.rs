@@ -81,6 +81,11 @@ struct ProjectPage {
     base_url: String,
     revision: i64,
     files: i64,
+    /// Bytes stored against the quota, and whether it is nearly full.
+    stored: String,
+    nearly_full: bool,
+    /// The limits in force for the project's team: (what, value).
+    limits: Vec<(String, String)>,
     review: &'static str,
     review_after_days: Option<u32>,
     open_items: i64,
@@ -311,11 +316,16 @@ pub async fn page(
         (page > 1).then(|| link(page - 1)),
         (page < pages).then(|| link(page + 1)),
     );
+    let quota = state.limiter.settings().project_quota(project.team());
+    let (stored, nearly_full) = crate::limits::usage(info.bytes, quota);
     html(&ProjectPage {
         nav: console.nav("projects"),
         project: project.to_string(),
         revision: info.revision,
         files: info.files,
+        stored,
+        nearly_full,
+        limits: state.limiter.describe(project.team()),
         review: match info.review {
             memsync_core::wire::ReviewMode::Required => "required",
             memsync_core::wire::ReviewMode::Off => "off",

@@ -31,6 +31,9 @@ pub struct Row {
     pub updated_age: String,
     pub open_items: i64,
     pub archived: bool,
+    /// Bytes stored against the project's quota, and whether it is nearly full.
+    pub stored: String,
+    pub nearly_full: bool,
 }
 
 #[derive(Template)]
@@ -69,15 +72,21 @@ pub async fn page(
         .into_iter()
         .skip((page - 1) * PAGE)
         .take(PAGE)
-        .map(|r| Row {
-            url: format!("/admin/p/{}", r.project),
-            open_items: open.get(&r.project).copied().unwrap_or(0),
-            updated_age: age(&r.updated_at, now),
-            project: r.project,
-            files: r.files,
-            revision: r.revision,
-            updated_at: r.updated_at,
-            archived: r.archived_at.is_some(),
+        .map(|r| {
+            let quota = state.limiter.settings().project_quota(&r.team);
+            let (stored, nearly_full) = crate::limits::usage(r.bytes, quota);
+            Row {
+                url: format!("/admin/p/{}", r.project),
+                stored,
+                nearly_full,
+                open_items: open.get(&r.project).copied().unwrap_or(0),
+                updated_age: age(&r.updated_at, now),
+                project: r.project,
+                files: r.files,
+                revision: r.revision,
+                updated_at: r.updated_at,
+                archived: r.archived_at.is_some(),
+            }
         })
         .collect();
     let link = |n: usize| format!("/admin/projects?q={}&page={n}", enc(&query.q));

@@ -52,7 +52,13 @@ impl FromRequestParts<AppState> for GitPrincipal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         match authenticate(state, &parts.headers, Scheme::BearerOrBasic).await {
-            Ok(p) => Ok(GitPrincipal(p)),
+            Ok(p) => match state
+                .limiter
+                .admit(&p.claims, &parts.method, parts.uri.path())
+            {
+                Ok(()) => Ok(GitPrincipal(p)),
+                Err(e) => Err(e.into_response()),
+            },
             Err(ApiError::Unauthenticated(why)) => Err(unauthorized(&why)),
             Err(e) => Err(e.into_response()),
         }

@@ -87,7 +87,12 @@ pub(super) async fn pull(
     }
 
     // Long-poll: wait for the project to move past what the client has.
-    let _slot = state.live.open(principal.claims.jti, Kind::LongPoll)?;
+    let _slot = state.live.open(
+        principal.claims.jti,
+        project.team(),
+        &state.limiter,
+        Kind::LongPoll,
+    )?;
     let mut revisions = state.bus.subscribe(&project);
     let deadline = Instant::now() + wait;
     let mut closing = std::pin::pin!(state.live.closing());
@@ -265,7 +270,12 @@ pub(super) async fn events(
             )
         })?),
     };
-    let slot = state.live.open(principal.claims.jti, Kind::Stream)?;
+    let slot = state.live.open(
+        principal.claims.jti,
+        project.team(),
+        &state.limiter,
+        Kind::Stream,
+    )?;
     // Subscribed before the revision is read, so nothing that lands in between is missed.
     let revisions = state.bus.subscribe(&project);
     let current = match state.bus.known(&project) {

@@ -621,6 +621,11 @@ async fn push(
     )
     .await;
     state.metrics.push(&pushed);
+    if let Err(ApiError::QuotaExceeded { .. }) = &pushed {
+        state
+            .limiter
+            .refused(crate::limits::LimitKind::ProjectBytes);
+    }
     match pushed? {
         PushOutcome::Applied(resp) => Ok(Json(resp).into_response()),
         PushOutcome::Proposed(resp) => Ok((StatusCode::ACCEPTED, Json(resp)).into_response()),

@@ -12,6 +12,8 @@ use sqlx::{PgConnection, PgExecutor};
 pub struct LockedProject {
     pub revision: i64,
     pub files: i64,
+    /// Bytes of its live files' content (what the storage quota counts).
+    pub bytes: i64,
     /// An archived project is read-only.
     pub archived: bool,
     /// `review = required`: a push by a member who is not a reviewer becomes proposals.
@@ -267,8 +269,9 @@ pub async fn lock_project(
     announce_after_commit: bool,
 ) -> sqlx::Result<Option<LockedProject>> {
     // set_config in the select list: evaluated for the locked row (and only then matters).
-    let row: Option<(i64, i32, bool, bool, DateTime<Utc>, String)> = sqlx::query_as(
-        "SELECT revision, files, archived_at IS NOT NULL, review = 'required', now(),
+    type Row = (i64, i32, i64, bool, bool, DateTime<Utc>, String);
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT revision, files, bytes, archived_at IS NOT NULL, review = 'required', now(),
                 set_config($3, CASE WHEN $4 THEN 'on' ELSE '' END, true)
          FROM projects WHERE team = $1 AND project = $2 FOR UPDATE",
     )
@@ -279,9 +282,10 @@ pub async fn lock_project(
     .fetch_optional(&mut *conn)
     .await?;
     Ok(row.map(
-        |(revision, files, archived, review_required, at, _)| LockedProject {
+        |(revision, files, bytes, archived, review_required, at, _)| LockedProject {
             revision,
             files: files.into(),
+            bytes,
             archived,
             review_required,
             at,

@@ -26,6 +26,8 @@ use crate::store::memories;
 pub struct SyncLimits {
     pub file: Limits,
     pub max_files_per_project: i64,
+    /// The storage quotas (`max_project_bytes`, default and per team).
+    pub quotas: &'static crate::limits::LimitSettings,
 }
 
 pub enum Pull {

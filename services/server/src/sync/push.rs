@@ -560,11 +560,37 @@ async fn check(
             None,
         )]));
     }
+    if let Some(refused) = over_quota(limits, project, locked, bytes_delta) {
+        return Err(refused);
+    }
     Ok(Ready {
         states,
         files_delta,
         bytes_delta,
     })
+}
+
+/// The storage quota: a batch that grows the project past its quota is refused (under the
+/// project lock, against its byte counter, so every replica agrees); one that shrinks it always
+/// passes, even over the quota.
+fn over_quota(
+    limits: SyncLimits,
+    project: &ProjectId,
+    locked: &memories::LockedProject,
+    bytes_delta: i64,
+) -> Option<Stop> {
+    let quota = limits.quotas.project_quota(project.team())?;
+    let would_use = locked.bytes.saturating_add(bytes_delta);
+    if bytes_delta <= 0 || would_use <= i64::try_from(quota).unwrap_or(i64::MAX) {
+        return None;
+    }
+    Some(Stop::audited(
+        (
+            "push_refused",
+            json!({ "rules": ["quota_exceeded"], "quota_bytes": quota, "used_bytes": locked.bytes, "would_use_bytes": would_use }),
+        ),
+        crate::limits::quota_exceeded(project, locked.bytes, would_use, quota, limits.quotas),
+    ))
 }
 
 /// The mass-delete hold: a batch deleting more than max(50, 10 %) of the project's memories is
