@@ -296,3 +296,119 @@ fn a_misconfigured_provider_stops_the_server_with_the_setting_named() {
         assert!(err.contains(says), "{issuers}: {err}");
     }
 }
+
+/// The console's "Sign in with …": authorization code with PKCE, state and nonce, against the
+/// stand-in provider, as a browser follows it (cookies carried by hand).
+#[tokio::test]
+async fn the_console_signs_in_with_the_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let idp = Idp::start();
+    idp.set_user(IdpUser::new("carol", &["memsync:acme:admin"]));
+    let db = TestDb::new().await;
+    let server = sso_server(&db, &idp);
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .unwrap();
+    let get = |url: String, cookie: Option<String>| {
+        let mut req = http.get(url);
+        if let Some(c) = cookie {
+            req = req.header("cookie", c);
+        }
+        req.send()
+    };
+    let location = |r: &reqwest::Response| r.headers()["location"].to_str().unwrap().to_owned();
+    let cookie = |r: &reqwest::Response, name: &str| {
+        r.headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| v.starts_with(&format!("{name}=")) && !v.starts_with(&format!("{name}=;")))
+            .map(|v| v.split(';').next().unwrap().to_owned())
+    };
+
+    let page = get(format!("{}/admin/login", server.url), None)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("/admin/sso?provider=0") && page.contains("Sign in with 127.0.0.1"),
+        "{page}"
+    );
+
+    // One sign-in, as the browser goes: console → provider → console.
+    let sign_in = async |cookie_override: Option<&str>| {
+        let start = get(format!("{}/admin/sso?provider=0", server.url), None)
+            .await
+            .unwrap();
+        assert_eq!(start.status(), 303);
+        let to_idp = location(&start);
+        assert!(
+            to_idp.starts_with(&format!("{}/authorize?", idp.issuer())),
+            "{to_idp}"
+        );
+        assert!(to_idp.contains("code_challenge_method=S256") && to_idp.contains("nonce="));
+        let flow = cookie(&start, "memsync_console_sso").expect("the flow's cookie");
+        let back = get(to_idp, None).await.unwrap();
+        let to_console = location(&back);
+        assert!(
+            to_console.starts_with(&format!("{}/admin/sso/callback?", server.url)),
+            "{to_console}"
+        );
+        get(
+            to_console,
+            Some(cookie_override.map_or(flow, str::to_owned)),
+        )
+        .await
+        .unwrap()
+    };
+
+    let done = sign_in(None).await;
+    assert_eq!(done.status(), 200);
+    let session = cookie(&done, "memsync_console").expect("a session cookie");
+    let projects = get(format!("{}/admin/projects", server.url), Some(session))
+        .await
+        .unwrap();
+    assert_eq!(projects.status(), 200);
+    let text = projects.text().await.unwrap();
+    assert!(
+        text.contains("carol"),
+        "signed in as the provider's user: {text}"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM audit_log WHERE action = 'console_sign_in' AND actor_name = 'carol'"
+        )
+        .await,
+        1
+    );
+
+    // A callback whose state is not the one this browser started is refused.
+    let forged = sign_in(Some("memsync_console_sso=0.forged.verifier.nonce")).await;
+    assert_eq!(forged.status(), 403);
+    assert!(cookie(&forged, "memsync_console").is_none());
+    assert!(
+        forged
+            .text()
+            .await
+            .unwrap()
+            .contains("state does not match")
+    );
+
+    // A team member is refused by the console's own rule, with the reason.
+    idp.set_user(IdpUser::new("dave", &["memsync:acme"]));
+    let member = sign_in(None).await;
+    assert_eq!(member.status(), 403);
+    assert!(cookie(&member, "memsync_console").is_none());
+    assert!(
+        member
+            .text()
+            .await
+            .unwrap()
+            .contains("Members use the memsync client")
+    );
+}

@@ -218,9 +218,17 @@ struct KeySet {
     fetched: Option<Instant>,
 }
 
+/// Where an issuer signs people in (from its discovery document), for the console's sign-in.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    pub authorization: String,
+    pub token: String,
+}
+
 struct Issuer {
     url: String,
     keys: RwLock<KeySet>,
+    endpoints: RwLock<Option<Endpoints>>,
     /// Held while fetching, so concurrent misses make one fetch.
     fetching: tokio::sync::Mutex<Option<Instant>>,
 }
@@ -230,6 +238,7 @@ impl Issuer {
         Issuer {
             url,
             keys: RwLock::new(KeySet::default()),
+            endpoints: RwLock::new(None),
             fetching: tokio::sync::Mutex::new(None),
         }
     }
@@ -418,6 +427,18 @@ impl Oidc {
                 issuer.url
             ));
         }
+        if let (Some(authorization), Some(token)) = (
+            doc["authorization_endpoint"].as_str(),
+            doc["token_endpoint"].as_str(),
+        ) && parse_issuer(authorization).is_ok()
+            && parse_issuer(token).is_ok()
+            && let Ok(mut e) = issuer.endpoints.write()
+        {
+            *e = Some(Endpoints {
+                authorization: authorization.to_owned(),
+                token: token.to_owned(),
+            });
+        }
         let jwks_uri = doc["jwks_uri"]
             .as_str()
             .ok_or_else(|| format!("{discovery_url} has no `jwks_uri`"))?;
@@ -455,6 +476,79 @@ impl Oidc {
             ));
         }
         Ok(keys)
+    }
+
+    /// The client ID people sign in with.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The issuer's sign-in endpoints, discovering it if that has not happened yet.
+    pub async fn endpoints(&self, issuer: &str) -> Result<Endpoints, String> {
+        let state = self
+            .issuers
+            .get(issuer)
+            .ok_or_else(|| format!("`{issuer}` is not a trusted issuer"))?;
+        let known = || state.endpoints.read().ok().and_then(|e| e.clone());
+        if let Some(e) = known() {
+            return Ok(e);
+        }
+        self.refresh(state, None).await?;
+        known().ok_or_else(|| {
+            format!(
+                "{issuer}'s discovery document names no https authorization and token endpoints"
+            )
+        })
+    }
+
+    /// Exchanges an authorization code (with its PKCE verifier) for the ID token, at the
+    /// issuer's token endpoint.
+    pub async fn exchange_code(
+        &self,
+        issuer: &str,
+        code: &str,
+        verifier: &str,
+        redirect_uri: &str,
+    ) -> Result<String, String> {
+        let endpoints = self.endpoints(issuer).await?;
+        let resp = self
+            .http
+            .post(&endpoints.token)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(
+                serde_urlencoded::to_string([
+                    ("grant_type", "authorization_code"),
+                    ("code", code),
+                    ("redirect_uri", redirect_uri),
+                    ("client_id", self.client_id.as_str()),
+                    ("code_verifier", verifier),
+                ])
+                .map_err(|e| e.to_string())?,
+            )
+            .send()
+            .await
+            .map_err(|e| format!("the identity provider's token endpoint: {}", chain(&e)))?;
+        let status = resp.status();
+        let body = resp.bytes().await.map_err(|e| chain(&e))?;
+        if body.len() > MAX_DOC_BYTES {
+            return Err("the identity provider's answer is too large".into());
+        }
+        let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if !status.is_success() {
+            let what = v["error"].as_str().unwrap_or("no error code");
+            return Err(format!(
+                "the identity provider refused the sign-in ({status}, {})",
+                what.chars().take(80).collect::<String>()
+            ));
+        }
+        v["id_token"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| "the identity provider's answer has no id_token (is `openid` among the client's scopes?)".into())
     }
 
     /// Verifies a token `iss` says this issuer signed, and maps it to memsync claims.
@@ -643,18 +737,21 @@ fn chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-/// The `iss` a JWT says it has, read without verifying anything (to pick who verifies it).
-pub fn unverified_issuer(token: &str) -> Option<String> {
+/// A text claim of a JWT, read without verifying anything: the `iss`, to pick who verifies it;
+/// the `nonce` of a token already verified.
+pub fn unverified_claim(token: &str, name: &str) -> Option<String> {
     use base64::Engine;
     let payload = token.split('.').nth(1)?;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload.trim_end_matches('='))
         .ok()?;
-    #[derive(serde::Deserialize)]
-    struct Iss {
-        iss: Option<String>,
-    }
-    serde_json::from_slice::<Iss>(&bytes).ok()?.iss
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
+    v.get(name)?.as_str().map(str::to_owned)
+}
+
+/// The `iss` a JWT says it has, read without verifying anything (to pick who verifies it).
+pub fn unverified_issuer(token: &str) -> Option<String> {
+    unverified_claim(token, "iss")
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod projects;
 pub mod render;
 mod review;
 mod session;
+mod sso;
 mod tokens;
 
 use askama::Template;
@@ -43,6 +44,8 @@ pub fn router(state: AppState) -> Router<AppState> {
             get(session::login_page).post(session::login),
         )
         .route("/admin/logout", post(session::logout))
+        .route("/admin/sso", get(sso::start))
+        .route("/admin/sso/callback", get(sso::callback))
         .route("/admin/projects", get(projects::page))
         .route("/admin/p/{team}/{name}", get(project::page))
         .route("/admin/p/{team}/{name}/memory", get(memory::page))

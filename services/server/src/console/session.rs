@@ -95,12 +95,12 @@ fn origin_of(url: &str) -> anyhow::Result<String> {
     Ok(format!("{scheme}://{authority}"))
 }
 
-fn random_token() -> String {
+pub(super) fn random_token() -> String {
     let bytes: [u8; 32] = rand::random();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+pub(super) fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -111,7 +111,7 @@ fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         .map(|(_, v)| v)
 }
 
-fn forwarded_https(headers: &HeaderMap) -> bool {
+pub(super) fn forwarded_https(headers: &HeaderMap) -> bool {
     headers
         .get("x-forwarded-proto")
         .and_then(|v| v.to_str().ok())
@@ -149,7 +149,15 @@ fn check_origin(headers: &HeaderMap, settings: &Settings) -> PageResult<()> {
         return Ok(());
     };
     let origin = origin.to_str().unwrap_or("").to_ascii_lowercase();
-    let expected = match &settings.origin {
+    if origin != console_origin(headers, settings) {
+        return refuse("another origin");
+    }
+    Ok(())
+}
+
+/// The console's origin: `--public-url`'s, else the request's `Host` (and `X-Forwarded-Proto`).
+pub(super) fn console_origin(headers: &HeaderMap, settings: &Settings) -> String {
+    match &settings.origin {
         Some(o) => o.clone(),
         None => {
             let host = headers
@@ -164,15 +172,11 @@ fn check_origin(headers: &HeaderMap, settings: &Settings) -> PageResult<()> {
             };
             format!("{scheme}://{host}")
         }
-    };
-    if origin != expected {
-        return refuse("another origin");
     }
-    Ok(())
 }
 
 /// Equal strings, compared in time that does not depend on where they differ.
-fn same_secret(a: &str, b: &str) -> bool {
+pub(super) fn same_secret(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
@@ -330,6 +334,8 @@ struct LoginPage {
     login_csrf: String,
     notice: Option<&'static str>,
     error: Option<String>,
+    /// The identity providers to sign in with: (link, host).
+    providers: Vec<(String, String)>,
 }
 
 #[derive(Deserialize)]
@@ -337,7 +343,8 @@ pub struct LoginQuery {
     why: Option<String>,
 }
 
-fn login_page_response(
+pub(super) fn login_page_response(
+    state: &AppState,
     status: StatusCode,
     error: Option<String>,
     why: Option<&str>,
@@ -356,11 +363,28 @@ fn login_page_response(
         _ => None,
     };
     let login_csrf = random_token();
+    let providers = state
+        .oidc
+        .as_ref()
+        .map(|o| {
+            o.issuer_urls()
+                .enumerate()
+                .map(|(i, url)| {
+                    let host = reqwest::Url::parse(url)
+                        .ok()
+                        .and_then(|u| u.host_str().map(str::to_owned))
+                        .unwrap_or_else(|| url.to_owned());
+                    (format!("/admin/sso?provider={i}"), host)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let page = LoginPage {
         nav: None,
         login_csrf: login_csrf.clone(),
         notice,
         error,
+        providers,
     };
     let mut resp = (status, super::html(&page)?).into_response();
     resp.headers_mut().insert(
@@ -376,7 +400,7 @@ pub async fn login_page(
     Query(q): Query<LoginQuery>,
 ) -> PageResult {
     let secure = state.console.secure || forwarded_https(&headers);
-    login_page_response(StatusCode::OK, None, q.why.as_deref(), secure)
+    login_page_response(&state, StatusCode::OK, None, q.why.as_deref(), secure)
 }
 
 #[derive(Deserialize)]
@@ -396,7 +420,8 @@ pub async fn login(State(state): State<AppState>, req: Request) -> PageResult {
     check_origin(&headers, &state.console)?;
     let bytes = form_bytes(&headers, body).await?;
     let form: LoginForm = parse_form(&bytes)?;
-    let again = |status, msg: &str| login_page_response(status, Some(msg.to_owned()), None, secure);
+    let again =
+        |status, msg: &str| login_page_response(&state, status, Some(msg.to_owned()), None, secure);
     let expected = cookie_value(&headers, LOGIN_COOKIE).unwrap_or("");
     if expected.is_empty() || !same_secret(expected, &form.login_csrf) {
         return again(
@@ -417,28 +442,36 @@ pub async fn login(State(state): State<AppState>, req: Request) -> PageResult {
             );
         }
     };
-    let claims = principal.claims.clone();
-    // The console reviews and administers: a read-only token has nothing to do there.
-    if !principal.has_scope(crate::auth::Scope::Push) {
-        return again(
-            StatusCode::FORBIDDEN,
-            "That token may only pull (its scope is `pull`): the console needs a token of `push` or `admin` scope.",
-        );
+    if let Some(why) = not_for_console(&state, &principal).await? {
+        return again(StatusCode::FORBIDDEN, why);
     }
-    let reviews = crate::review::reviewed_teams(&state.pool, &principal)
+    open_session(&state, &principal.claims, &headers, secure).await
+}
+
+/// Why a verified caller may not open a console session, if they may not: the console reviews
+/// and administers, so a read-only token, or a member's, has nothing to do there.
+pub(super) async fn not_for_console(
+    state: &AppState,
+    principal: &Principal,
+) -> PageResult<Option<&'static str>> {
+    if !principal.has_scope(crate::auth::Scope::Push) {
+        return Ok(Some(
+            "That token may only pull (its scope is `pull`): the console needs a token of `push` or `admin` scope.",
+        ));
+    }
+    let reviews = crate::review::reviewed_teams(&state.pool, principal)
         .await
         .map_err(crate::error::ApiError::from)?
         .is_none_or(|t| !t.is_empty());
     if !reviews {
-        return again(
-            StatusCode::FORBIDDEN,
+        return Ok(Some(
             "That token belongs to a team member: the console is for team admins, reviewers and server admins. Members use the memsync client.",
-        );
+        ));
     }
-    open_session(&state, &claims, &headers, secure).await
+    Ok(None)
 }
 
-async fn open_session(
+pub(super) async fn open_session(
     state: &AppState,
     claims: &Claims,
     headers: &HeaderMap,
