@@ -188,13 +188,13 @@ pub fn jwt_claims(token: &str) -> Option<serde_json::Value> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// A form POST to the token endpoint: the tokens, or the provider's OAuth error.
-async fn token_request(
+/// A form POST to one of the provider's endpoints: the answer's body, or the provider's OAuth
+/// error.
+async fn post_form(
     http: &reqwest::Client,
     endpoint: &str,
     form: &[(&str, &str)],
-    nonce: Option<&str>,
-) -> Result<SignedIn, SsoError> {
+) -> Result<Vec<u8>, SsoError> {
     let body = serde_urlencoded::to_string(form).map_err(SsoError::failed)?;
     let resp = http
         .post(endpoint)
@@ -215,9 +215,20 @@ async fn token_request(
                 error: e.error,
                 description: e.error_description,
             },
-            Err(_) => SsoError::Failed(format!("the token endpoint {endpoint} answered {status}")),
+            Err(_) => SsoError::Failed(format!("{endpoint} answered {status}")),
         });
     }
+    Ok(bytes.to_vec())
+}
+
+/// A form POST to the token endpoint: the tokens, or the provider's OAuth error.
+async fn token_request(
+    http: &reqwest::Client,
+    endpoint: &str,
+    form: &[(&str, &str)],
+    nonce: Option<&str>,
+) -> Result<SignedIn, SsoError> {
+    let bytes = post_form(http, endpoint, form).await?;
     let t: TokenResponse = serde_json::from_slice(&bytes).map_err(|e| {
         SsoError::Failed(format!(
             "the token endpoint's answer is not a token response: {e}"
@@ -312,29 +323,12 @@ pub async fn start_device(
             ))
         })?;
     let scope = scopes.join(" ");
-    let body = serde_urlencoded::to_string([("client_id", client_id), ("scope", &scope)])
-        .map_err(SsoError::failed)?;
-    let resp = http
-        .post(endpoint)
-        .header(
-            reqwest::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        )
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| unreachable(endpoint, &e))?;
-    let status = resp.status();
-    let bytes = resp.bytes().await.map_err(|e| unreachable(endpoint, &e))?;
-    if !status.is_success() {
-        return Err(match serde_json::from_slice::<OAuthError>(&bytes) {
-            Ok(e) => SsoError::Refused {
-                error: e.error,
-                description: e.error_description,
-            },
-            Err(_) => SsoError::Failed(format!("{endpoint} answered {status}")),
-        });
-    }
+    let bytes = post_form(
+        http,
+        endpoint,
+        &[("client_id", client_id), ("scope", &scope)],
+    )
+    .await?;
     serde_json::from_slice(&bytes).map_err(|e| {
         SsoError::Failed(format!(
             "{endpoint}'s answer is not a device authorization: {e}"
