@@ -19,6 +19,10 @@ const FAST_503: Duration = Duration::from_secs(2);
 /// How long the tests wait for the server to serve again (the target is 10 s).
 const RECOVERY_BOUND: Duration = Duration::from_secs(30);
 
+/// Servers of tests where one token pushes under load, as fast as it can: without the default
+/// limit of pushes per token and minute (what those tests measure is recovery, not limits).
+const UNLIMITED_PUSHES: [&str; 2] = ["--token-pushes-per-minute", "0"];
+
 fn data_dir(prefix: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
     open_up(tmp.path());
@@ -171,7 +175,8 @@ fn sigkill_postmaster(data: &Path) -> i32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn embedded_postmaster_sigkill_restarts_and_loses_nothing_acknowledged() {
     let (_tmp, data) = data_dir("memsync-dbrec-");
-    let mut server = Server::start_embedded(data.clone());
+    // One token pushes as fast as it can here: the push rate limit is not what this measures.
+    let mut server = Server::start_embedded_with(data.clone(), &UNLIMITED_PUSHES);
     let server_pid = server.pid();
     let token = server.token("alice", &["acme"]);
     let c = server.client(&token);
@@ -234,7 +239,7 @@ async fn embedded_postmaster_sigkill_restarts_and_loses_nothing_acknowledged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn external_database_stopped_and_started_under_load_reconnects_by_itself() {
     let pg = PrivateCluster::start();
-    let mut server = Server::start_with(Some(pg.url.clone()), None, &[]);
+    let mut server = Server::start_with(Some(pg.url.clone()), None, &UNLIMITED_PUSHES);
     let token = server.token("alice", &["acme"]);
     let c = server.client(&token);
     let before = memory("before", "pushed before the outage", "project", "Kept.\n");
