@@ -180,8 +180,13 @@ async fn device_login_then_pull_push_and_silent_renewal() {
         r.stdout
     );
     assert_eq!(refreshes(&idp), 2, "{:?}", idp.requests());
+    // A push with the renewed token lands on the server, attributed to the provider's user.
+    u.write("renewed.md", &memory("renewed"));
     let r = u.run(&["push"]);
     assert_eq!(r.code, 0, "push: {}", r.stderr);
+    let reader = server.client(&server.token("reader", &["acme"]));
+    let pulled = reader.pull("acme/api", 0).await;
+    assert!(pulled.text.contains("renewed.md"), "{}", pulled.text);
 
     // Two memsyncs renewing at once: the second waits for the first and takes the token it
     // stored, so the rotating refresh token is spent once (the IdP revokes the whole sign-in
