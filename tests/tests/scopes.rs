@@ -262,3 +262,41 @@ fn the_client_with_a_pull_only_token_pulls_and_explains_a_refused_push() {
         r.stderr
     );
 }
+
+/// `memsync admin tokens issue` narrows what it issues like the server's command.
+#[test]
+fn the_client_issues_scoped_project_limited_tokens() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (server, _db) = rt.block_on(Server::start());
+    let root = server.token_with("root", &["--admin"]);
+    let admin = User::with_token(&server, "root", &root, "git@github.com:acme/api.git");
+    let r = admin.run(&[
+        "admin",
+        "tokens",
+        "issue",
+        "--user",
+        "dash",
+        "--team",
+        "acme",
+        "--scope",
+        "pull",
+        "--project-limit",
+        "acme/api",
+        "--rate",
+        "5/10",
+        "--ttl",
+        "7d",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("expires 20"), "{}", r.stderr);
+    let token = r.stdout.trim().to_owned();
+    let me = rt.block_on(server.client(&token).fetch("/v1/me"));
+    assert_eq!(me.status, 200, "{}", me.text);
+    assert_eq!(me.body["scope"], "pull");
+    assert_eq!(me.body["projects"], json!(["acme/api"]));
+    let r = admin.run(&[
+        "admin", "tokens", "issue", "--user", "x", "--team", "acme", "--scope", "all",
+    ]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("`all` is not a scope"), "{}", r.stderr);
+}
