@@ -412,3 +412,33 @@ async fn the_console_signs_in_with_the_provider() {
             .contains("Members use the memsync client")
     );
 }
+
+/// Made-up key ids cannot make the server hammer the provider: many at once share one fetch.
+#[tokio::test]
+async fn a_flood_of_unknown_key_ids_makes_one_key_fetch() {
+    let idp = Idp::start();
+    let db = TestDb::new().await;
+    let server = sso_server(&db, &idp);
+    let good = idp.mint(Algorithm::RS256, &idp.id_token_claims());
+    assert_eq!(me(&server, &good).await.status, 200);
+    let before = idp.jwks_fetches();
+    let flood: Vec<_> = (0..20)
+        .map(|i| {
+            let mut h = Header::new(Algorithm::RS256);
+            h.kid = Some(format!("made-up-{i}"));
+            let token = idp.mint_with_header(h, Algorithm::RS256, &idp.id_token_claims());
+            let client = server.client(&token);
+            tokio::spawn(async move { client.fetch("/v1/me").await.status })
+        })
+        .collect();
+    for f in flood {
+        assert_eq!(f.await.unwrap(), 401);
+    }
+    let fetched = idp.jwks_fetches() - before;
+    assert!(
+        (1..=2).contains(&fetched),
+        "20 unknown kids made {fetched} fetches of the provider's keys"
+    );
+    // The real key still signs in.
+    assert_eq!(me(&server, &good).await.status, 200);
+}

@@ -229,6 +229,9 @@ struct Issuer {
     url: String,
     keys: RwLock<KeySet>,
     endpoints: RwLock<Option<Endpoints>>,
+    /// Fetches made so far: a request that waited for the lock while another fetched does not
+    /// fetch again.
+    fetches: std::sync::atomic::AtomicU64,
     /// Held while fetching, so concurrent misses make one fetch.
     fetching: tokio::sync::Mutex<Option<Instant>>,
 }
@@ -239,6 +242,7 @@ impl Issuer {
             url,
             keys: RwLock::new(KeySet::default()),
             endpoints: RwLock::new(None),
+            fetches: std::sync::atomic::AtomicU64::new(0),
             fetching: tokio::sync::Mutex::new(None),
         }
     }
@@ -351,17 +355,24 @@ impl Oidc {
         }
     }
 
-    /// Fetches the issuer's discovery document and keys. For a token whose key is unknown
-    /// (`wanted`), unless a fetch made while it waited has brought that key; fetches are at least
-    /// [`MIN_REFETCH`] apart, so such a token waits for the next one (a flood of made-up `kid`s
-    /// makes one fetch per interval, never more). For a periodic refresh (`wanted` None), unless
-    /// one was just made.
+    /// Fetches the issuer's discovery document and keys, unless another request fetched them
+    /// while this one waited for its turn. For a token whose key is unknown (`wanted`), unless
+    /// the key is known by then; fetches are at least [`MIN_REFETCH`] apart, so such a token
+    /// waits for the next one, and every token waiting meanwhile is answered by that one fetch (a
+    /// flood of made-up `kid`s makes one fetch per interval, never more). For a periodic refresh
+    /// (`wanted` None), unless one was just made.
     async fn refresh(
         &self,
         issuer: &Issuer,
         wanted: Option<(Option<&str>, Algorithm)>,
     ) -> Result<(), String> {
+        use std::sync::atomic::Ordering;
+        let before = issuer.fetches.load(Ordering::Acquire);
         let mut last = issuer.fetching.lock().await;
+        // Another request fetched while this one waited: what it brought is what there is.
+        if issuer.fetches.load(Ordering::Acquire) != before {
+            return Ok(());
+        }
         if let Some((kid, alg)) = wanted
             && issuer.lookup(kid, alg).is_some()
         {
@@ -381,6 +392,7 @@ impl Oidc {
         if let Ok(mut k) = issuer.keys.write() {
             *k = keys;
         }
+        issuer.fetches.fetch_add(1, Ordering::AcqRel);
         tracing::info!(issuer = %issuer.url, keys = n, "identity provider: keys loaded");
         Ok(())
     }
