@@ -440,11 +440,16 @@ pub fn random_string(n: usize) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// The S256 challenge of a PKCE verifier: base64url(SHA-256(verifier)).
+fn challenge(verifier: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()))
+}
+
 /// A fresh PKCE pair: 32 random bytes make a 43-character verifier.
 pub fn pkce() -> Pkce {
     let verifier = random_string(32);
-    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(sha2::Sha256::digest(verifier.as_bytes()));
+    let challenge = challenge(&verifier);
     Pkce {
         verifier,
         challenge,
@@ -877,10 +882,11 @@ mod tests {
         let p = pkce();
         assert_eq!(p.verifier.len(), 43);
         // RFC 7636 appendix B.
-        let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
-        let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(sha2::Sha256::digest(verifier.as_bytes()));
-        assert_eq!(challenge, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+        assert_eq!(
+            challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        );
+        assert_eq!(p.challenge, challenge(&p.verifier));
         assert_ne!(pkce().verifier, p.verifier);
     }
 

@@ -19,6 +19,10 @@ impl Sha256 {
         Sha256(sha2::Sha256::digest(bytes).into())
     }
 
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     pub fn to_hex(&self) -> String {
         hex::encode(self.0)
     }

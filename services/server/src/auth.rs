@@ -76,15 +76,56 @@ pub struct Keys {
     validation: Validation,
     pub issuer: String,
     pub audience: String,
-    /// Tokens already verified, with their claims: a client presents the same token on every
-    /// request, and checking its signature and decoding its claims again is most of what a
-    /// request that is answered from memory costs. An entry is used only until the token's
-    /// expiry (with the same leeway); revocation is checked on every request, after this.
-    verified: Mutex<HashMap<Box<str>, Claims>>,
+    /// Tokens already verified; revocation is checked on every request, after this.
+    verified: VerifiedCache,
 }
 
 /// Verified tokens kept at most; the cache is emptied when it is full (a few MB at most).
 const VERIFIED_CACHE: usize = 4096;
+
+/// Tokens already verified, with their claims: a client presents the same token on every
+/// request, and checking its signature and decoding its claims again is most of what a request
+/// that is answered from memory costs. An entry is used only until the token's expiry plus the
+/// verifier's leeway.
+pub struct VerifiedCache {
+    tokens: Mutex<HashMap<Box<str>, Claims>>,
+    leeway_secs: i64,
+}
+
+impl VerifiedCache {
+    pub fn new(leeway_secs: i64) -> VerifiedCache {
+        VerifiedCache {
+            tokens: Mutex::new(HashMap::new()),
+            leeway_secs,
+        }
+    }
+
+    /// The claims of `token` if it was verified and has not expired since.
+    pub fn get(&self, token: &str) -> Option<Claims> {
+        let now = chrono::Utc::now().timestamp();
+        let cache = self.tokens.lock().ok()?;
+        cache
+            .get(token)
+            .filter(|c| now <= c.exp.saturating_add(self.leeway_secs))
+            .cloned()
+    }
+
+    /// Whether `token` was verified (expired or not: a cheap test of whose it is).
+    pub fn contains(&self, token: &str) -> bool {
+        self.tokens
+            .lock()
+            .is_ok_and(|cache| cache.contains_key(token))
+    }
+
+    pub fn put(&self, token: &str, claims: &Claims) {
+        if let Ok(mut cache) = self.tokens.lock() {
+            if cache.len() >= VERIFIED_CACHE {
+                cache.clear();
+            }
+            cache.insert(token.into(), claims.clone());
+        }
+    }
+}
 
 impl Keys {
     pub fn hs256(secret: &Secret, issuer: &str, audience: &str) -> anyhow::Result<Self> {
@@ -100,7 +141,7 @@ impl Keys {
             validation,
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
-            verified: Mutex::new(HashMap::new()),
+            verified: VerifiedCache::new(LEEWAY_SECS),
         })
     }
 
@@ -110,20 +151,11 @@ impl Keys {
     }
 
     pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
-        let now = chrono::Utc::now().timestamp();
-        if let Ok(cache) = self.verified.lock()
-            && let Some(claims) = cache.get(token)
-            && now <= claims.exp.saturating_add(LEEWAY_SECS)
-        {
-            return Ok(claims.clone());
+        if let Some(claims) = self.verified.get(token) {
+            return Ok(claims);
         }
         let claims = self.verify_uncached(token)?;
-        if let Ok(mut cache) = self.verified.lock() {
-            if cache.len() >= VERIFIED_CACHE {
-                cache.clear();
-            }
-            cache.insert(token.into(), claims.clone());
-        }
+        self.verified.put(token, &claims);
         Ok(claims)
     }
 
@@ -445,7 +477,9 @@ pub async fn authenticate(
 /// A token's claims: this server's own tokens (HS256, `iss` = its issuer, not revoked), or a
 /// trusted identity provider's ([`crate::oidc`]).
 pub async fn verify_token(state: &AppState, token: &str) -> Result<Principal, ApiError> {
+    // A self-issued token seen before is this server's: no need to read its issuer again.
     if let Some(oidc) = &state.oidc
+        && !state.keys.verified.contains(token)
         && let Some(iss) = crate::oidc::unverified_issuer(token)
         && iss != state.keys.issuer
     {
@@ -543,6 +577,7 @@ mod tests {
         assert_eq!(keys.verify(&live).expect("valid").sub, "ann");
         assert!(
             keys.verified
+                .tokens
                 .lock()
                 .expect("lock")
                 .contains_key(live.as_str())
@@ -556,6 +591,7 @@ mod tests {
         let expired = claims(-LEEWAY_SECS - 60);
         let token = keys.sign(&expired).expect("sign");
         keys.verified
+            .tokens
             .lock()
             .expect("lock")
             .insert(token.as_str().into(), expired);

@@ -15,7 +15,7 @@
 //! (or `scp`) claim narrows it like a self-issued token's `--scope` when it names memsync scopes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm};
@@ -38,8 +38,6 @@ const MAX_KEY_AGE: Duration = Duration::from_secs(15 * 60);
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest discovery document or key set read.
 const MAX_DOC_BYTES: usize = 256 * 1024;
-/// Verified tokens kept (then the cache is emptied), like the self-issued tokens' cache.
-const VERIFIED_CACHE: usize = 4096;
 
 /// The identity settings as given (flags, environment, file); checked by [`OidcArgs::build`].
 #[derive(Debug, Clone, Default)]
@@ -161,7 +159,7 @@ impl OidcArgs {
                 server_admin_group: set(&self.server_admin_group).map(str::to_owned),
             },
             http,
-            verified: Mutex::new(HashMap::new()),
+            verified: crate::auth::VerifiedCache::new(LEEWAY_SECS as i64),
         }))
     }
 }
@@ -305,7 +303,7 @@ pub struct Oidc {
     client_id: String,
     mapping: Mapping,
     http: reqwest::Client,
-    verified: Mutex<HashMap<Box<str>, Claims>>,
+    verified: crate::auth::VerifiedCache,
 }
 
 impl std::fmt::Debug for Oidc {
@@ -565,12 +563,8 @@ impl Oidc {
 
     /// Verifies a token `iss` says this issuer signed, and maps it to memsync claims.
     pub async fn verify(&self, token: &str, iss: &str) -> Result<Claims, ApiError> {
-        let now = chrono::Utc::now().timestamp();
-        if let Ok(cache) = self.verified.lock()
-            && let Some(claims) = cache.get(token)
-            && now <= claims.exp.saturating_add(LEEWAY_SECS as i64)
-        {
-            return Ok(claims.clone());
+        if let Some(claims) = self.verified.get(token) {
+            return Ok(claims);
         }
         let issuer = self.issuers.get(iss).ok_or_else(|| {
             unauthenticated("the token was issued by an issuer this server does not trust")
@@ -639,12 +633,7 @@ impl Oidc {
             })
         })?;
         let claims = self.map_claims(&issuer.url, &data.claims)?;
-        if let Ok(mut cache) = self.verified.lock() {
-            if cache.len() >= VERIFIED_CACHE {
-                cache.clear();
-            }
-            cache.insert(token.into(), claims.clone());
-        }
+        self.verified.put(token, &claims);
         Ok(claims)
     }
 
@@ -733,8 +722,10 @@ impl Oidc {
 /// One stable id per person of an issuer (what rate limits count by: a provider's tokens are
 /// short-lived and refreshed, the person behind them is the same).
 fn identity_id(issuer: &str, sub: &str) -> uuid::Uuid {
-    let hex = memsync_core::Sha256::of(format!("{issuer}\n{sub}").as_bytes()).to_hex();
-    uuid::Uuid::from_u128(u128::from_str_radix(&hex[..32], 16).unwrap_or_default())
+    let digest = memsync_core::Sha256::of(format!("{issuer}\n{sub}").as_bytes());
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&digest.as_bytes()[..16]);
+    uuid::Uuid::from_bytes(id)
 }
 
 /// An error and its causes, on one line (reqwest's own message omits why a connection failed).

@@ -36,12 +36,8 @@ fn flow_cookie(value: &str, max_age: i64, secure: bool) -> HeaderValue {
 
 /// The PKCE S256 challenge of a verifier: base64url(SHA-256(verifier)).
 fn challenge(verifier: &str) -> String {
-    let hex = memsync_core::Sha256::of(verifier.as_bytes()).to_hex();
-    let bytes: Vec<u8> = (0..hex.len())
-        .step_by(2)
-        .filter_map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
-        .collect();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(memsync_core::Sha256::of(verifier.as_bytes()).as_bytes())
 }
 
 fn redirect_uri(headers: &HeaderMap, state: &AppState) -> String {
