@@ -34,6 +34,8 @@ pub struct Overrides {
     pub project: Option<String>,
     pub private_dir: Option<PathBuf>,
     pub team_dir: Option<PathBuf>,
+    /// The agent whose layout the command works on (`--agent`); its dirs are the defaults.
+    pub agent: crate::agent::AgentId,
 }
 
 /// The environment, injected for tests: `std::env::var_os` in production.
@@ -105,6 +107,11 @@ pub struct Settings {
     /// Where `server`, `token` and `project` came from, for messages.
     pub origins: Origins,
     pub repo: Option<Repo>,
+    /// The agent whose layout this is.
+    pub agent: crate::agent::AgentId,
+    /// The repository's main working tree (or the directory, outside a repository): what
+    /// agents key a project's memory dirs by.
+    pub project_root: PathBuf,
     pub private_dir: PathBuf,
     pub team_dir: PathBuf,
     /// This project's sync bookkeeping; never inside the team dir.
@@ -641,22 +648,35 @@ pub fn resolve(cwd: &Path, flags: &Overrides, env: &dyn Env) -> Result<Settings,
         Ok(Some(absolute_lexical(base, &expand_tilde(&raw, env)?)))
     };
 
+    // Agents key memories by the physical path of the main working tree.
+    let project_root = match &repo {
+        Some(repo) => repo.main_root.clone(),
+        None => fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone()),
+    };
     let private_dir = match dir_setting(&flags.private_dir, ENV_PRIVATE_DIR, &file.private_dir)? {
         Some(dir) => dir,
         None => {
-            let claude = claude_dir(env).ok_or(ConfigError::HomeMissing {
-                what: "Claude Code's memory directory",
-                alternative: "set CLAUDE_CONFIG_DIR or MEMSYNC_PRIVATE_DIR",
-            })?;
-            // Claude Code keys memories by the physical path of the main working tree.
-            let project_root = match &repo {
-                Some(repo) => repo.main_root.clone(),
-                None => fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone()),
+            use crate::agent::AgentId;
+            let (what, alternative) = match flags.agent {
+                AgentId::Claude => (
+                    "Claude Code's memory directory",
+                    "set CLAUDE_CONFIG_DIR or MEMSYNC_PRIVATE_DIR",
+                ),
+                AgentId::Codex => (
+                    "the memory directory memsync keeps for Codex CLI",
+                    "set CODEX_HOME or MEMSYNC_PRIVATE_DIR",
+                ),
+                AgentId::Gemini | AgentId::Copilot => (
+                    "the memory directory memsync keeps for the agent",
+                    "set MEMSYNC_PRIVATE_DIR",
+                ),
             };
-            absolute_lexical(&cwd, &claude)
-                .join("projects")
-                .join(claude_project_key(&project_root))
-                .join("memory")
+            let dir = flags
+                .agent
+                .adapter()
+                .private_dir(env, &project_root)
+                .ok_or(ConfigError::HomeMissing { what, alternative })?;
+            absolute_lexical(&cwd, &dir)
         }
     };
     let team_dir = dir_setting(&flags.team_dir, ENV_TEAM_DIR, &file.team_dir)?
@@ -693,6 +713,8 @@ pub fn resolve(cwd: &Path, flags: &Overrides, env: &dyn Env) -> Result<Settings,
             project: project_origin,
         },
         repo,
+        agent: flags.agent,
+        project_root,
         private_dir,
         team_dir,
         state_dir,
@@ -1366,6 +1388,7 @@ mod tests {
             project: Some("flag/proj".into()),
             private_dir: Some("/abs/private".into()),
             team_dir: Some("/abs/team".into()),
+            ..Overrides::default()
         };
         let env = env_pairs(&[
             (ENV_SERVER, "https://env.example"),

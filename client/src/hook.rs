@@ -1,49 +1,10 @@
-//! Claude Code's `SessionStart` hook: what memsync tells the agent at the start of a session.
-//! (The `SessionEnd` hook reads the same input and prints nothing: it pushes.)
+//! The session-start hook's context: what memsync tells the agent at the start of a session.
+//! (The `SessionEnd` hook prints nothing: it pushes.) Each agent's adapter wraps it in the
+//! output its hooks expect (`crate::agent`).
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::state::State;
-
-/// The part of Claude Code's hook input memsync reads; everything else is ignored.
-#[derive(Debug, Default, Deserialize)]
-pub struct HookInput {
-    #[serde(default)]
-    pub cwd: Option<String>,
-    #[serde(default)]
-    pub session_id: Option<String>,
-    #[serde(default)]
-    pub hook_event_name: Option<String>,
-    #[serde(default)]
-    pub source: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct HookOutput {
-    #[serde(rename = "hookSpecificOutput")]
-    pub hook_specific_output: HookSpecific,
-}
-
-#[derive(Debug, Serialize)]
-pub struct HookSpecific {
-    #[serde(rename = "hookEventName")]
-    pub hook_event_name: &'static str,
-    #[serde(rename = "additionalContext")]
-    pub additional_context: String,
-}
-
-impl HookOutput {
-    pub fn session_start(context: String) -> HookOutput {
-        HookOutput {
-            hook_specific_output: HookSpecific {
-                hook_event_name: "SessionStart",
-                additional_context: context,
-            },
-        }
-    }
-}
 
 /// What agents load of an index: the first 200 lines and 25,000 bytes.
 pub fn index_budget(text: &str) -> (String, bool) {
@@ -110,12 +71,21 @@ fn related_notice(c: &mut String, feedback: &[crate::feedback::PrivateConflict])
     }
 }
 
+/// The dirs the context names.
+#[derive(Debug, Clone, Copy)]
+pub struct Dirs<'a> {
+    pub team_dir: &'a Path,
+    /// Named for agents that do not know their private memory dir by themselves (every agent
+    /// but Claude Code, whose own dir it is).
+    pub private_dir: Option<&'a Path>,
+}
+
 /// The context for the agent. `sync_note` is one line about this session's pull (None when it
 /// went through); `notices` are lines about the user's proposals and possibly stale memories.
 #[allow(clippy::too_many_arguments)]
 pub fn context(
     project: &str,
-    team_dir: &Path,
+    dirs: Dirs<'_>,
     state: &State,
     index: Option<&str>,
     sync_note: Option<&str>,
@@ -124,12 +94,16 @@ pub fn context(
     now: chrono::DateTime<chrono::Utc>,
 ) -> String {
     let mut c = String::new();
+    let private = match dirs.private_dir {
+        Some(p) => format!("personal notes go in {} (never shared)", p.display()),
+        None => "personal notes stay in your private memory dir".to_owned(),
+    };
     c.push_str(&format!(
         "Team memory for project {project} is in {} (synced by memsync, revision {}). \
          Its files are shared with everyone on the project: save project-wide knowledge there \
          (name: / description: / type: frontmatter, plus an entry in its MEMORY.md); \
-         personal notes stay in your private memory dir. Changes are pushed when the session ends.\n",
-        team_dir.display(),
+         {private}. Changes are pushed when the session ends.\n",
+        dirs.team_dir.display(),
         state.revision
     ));
     if let Some(note) = sync_note {
@@ -250,7 +224,10 @@ mod tests {
         }];
         let c = context(
             "acme/api",
-            Path::new("/t/team"),
+            Dirs {
+                team_dir: Path::new("/t/team"),
+                private_dir: None,
+            },
             &st,
             Some("- [A](a.md) — a\n"),
             Some("memsync: offline"),

@@ -1,10 +1,10 @@
 //! The memsync client library: configuration, the HTTP API client, the local state and the
 //! pull/push engine behind the `memsync` command.
 
+pub mod agent;
 pub mod api;
 pub mod atomic;
 pub mod check;
-pub mod claude;
 pub mod config;
 pub mod feedback;
 pub mod fsops;

@@ -30,7 +30,7 @@ struct Cli {
     command: Cmd,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub(crate) struct Global {
     /// Print one JSON document on stdout instead of text.
     #[arg(long, global = true)]
@@ -57,6 +57,25 @@ pub(crate) struct Global {
     /// Idempotency-Key are tried up to 3 times; other writes once).
     #[arg(long, global = true, default_value = "20s", value_parser = cmd::parse_duration)]
     pub(crate) timeout: Duration,
+    /// The agent whose memory layout the command works on: claude (the default), codex,
+    /// gemini, copilot; `install-hook` also takes `auto` (every agent set up in the
+    /// repository).
+    #[arg(long, global = true, value_parser = parse_agent)]
+    pub(crate) agent: Option<AgentChoice>,
+}
+
+/// `--agent NAME` or `--agent auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AgentChoice {
+    One(memsync::agent::AgentId),
+    Auto,
+}
+
+fn parse_agent(s: &str) -> Result<AgentChoice, String> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(AgentChoice::Auto);
+    }
+    memsync::agent::AgentId::parse(s).map(AgentChoice::One)
 }
 
 #[derive(Subcommand)]
@@ -137,6 +156,10 @@ pub(crate) enum Cmd {
     Hook(HookCmd),
     /// Check everything a session needs (hook, server, token, clock, dirs) and say how to fix it.
     Doctor,
+    /// Write the team index into the instruction file an agent reads at start, in a block
+    /// memsync owns (the rest of the file stays byte for byte); every `memsync pull` keeps it
+    /// current. For agents without a session hook memsync uses (--agent gemini, copilot).
+    Render(RenderArgs),
     /// Keep the team dir live, in the foreground: pull when the server announces a change, push
     /// local changes after a quiet period. Stops on Ctrl-C or SIGTERM.
     Watch {
@@ -151,11 +174,18 @@ pub(crate) enum Cmd {
         #[arg(long)]
         session_id: Option<String>,
     },
-    /// Add memsync's SessionStart and SessionEnd hooks to Claude Code's settings.
+    /// Add memsync's SessionStart and SessionEnd hooks to an agent's hooks file (Claude Code's
+    /// .claude/settings.json by default; --agent codex: .codex/hooks.json; --agent auto: every
+    /// agent set up in the repository). Agents without a session hook memsync uses get the
+    /// team index in their instruction file (as `memsync render`).
     InstallHook {
-        /// Install into the user's ~/.claude/settings.json instead of the project's.
+        /// Install into the user's file (~/.claude/settings.json, ~/.codex/hooks.json) instead
+        /// of the project's.
         #[arg(long)]
         user: bool,
+        /// Take memsync's hooks (or rendered block) out again, keeping everything else.
+        #[arg(long, conflicts_with_all = ["watch", "no_watch"])]
+        remove: bool,
         /// Also keep the team dir live during each session: the SessionStart hook starts
         /// `memsync watch` for the session, the SessionEnd hook stops it.
         #[arg(long, conflicts_with = "no_watch")]
@@ -164,6 +194,20 @@ pub(crate) enum Cmd {
         #[arg(long)]
         no_watch: bool,
     },
+}
+
+#[derive(Args)]
+pub(crate) struct RenderArgs {
+    /// The file to write the block into (default: the agent's instruction file at the
+    /// repository root: AGENTS.md, GEMINI.md, .github/copilot-instructions.md, CLAUDE.md).
+    #[arg(long)]
+    pub(crate) file: Option<PathBuf>,
+    /// Overwrite memsync's block even when it was edited by hand.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Take memsync's block out of the file and stop refreshing it.
+    #[arg(long, conflicts_with = "force")]
+    pub(crate) remove: bool,
 }
 
 #[derive(Args)]
@@ -470,6 +514,11 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
         }
         _ => {}
     }
+    if g.agent == Some(AgentChoice::Auto) && !matches!(command, Cmd::InstallHook { .. }) {
+        return Err(Fail::env(
+            "--agent auto is for `install-hook` only; name one agent: claude, codex, gemini or copilot",
+        ));
+    }
     let cwd = cmd::cwd()?;
     match command {
         Cmd::Init { force } => cmd::auth::init(g, &cwd, force),
@@ -518,6 +567,7 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
         Cmd::Admin(c) => cmd::admin::run(g, &cwd, c),
         Cmd::InstallHook {
             user,
+            remove,
             watch,
             no_watch,
         } => {
@@ -526,8 +576,9 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
                 (_, true) => Some(false),
                 _ => None,
             };
-            cmd::hook::install_hook(g, &cwd, user, watch)
+            cmd::agents::install_hook(g, &cwd, user, watch, remove)
         }
+        Cmd::Render(a) => cmd::agents::render_cmd(g, &cwd, a.file, a.force, a.remove),
         Cmd::Watch {
             quiet_period,
             until_pid,

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
+use memsync::agent::hooks_file::{self, InstalledHook};
+use memsync::agent::{Agent, AgentId};
 use memsync::api::{ApiClient, ApiError};
-use memsync::claude::{self, InstalledHook};
 use memsync::config::{ProcessEnv, Settings};
 use memsync::fsops::{FsError, TeamDir};
 use memsync_core::ProjectId;
@@ -82,7 +83,13 @@ pub fn run(g: &Global, cwd: &Path) -> Result<u8, Fail> {
     let mut checks = vec![config(&settings, &server, &project)];
     checks.push(team_dir(&settings.team_dir));
     checks.push(state_dir(&settings.state_dir));
-    checks.extend(hooks(&settings));
+    // The agent asked about, then every other agent whose memsync hooks are installed.
+    checks.extend(hooks(&settings, settings.agent.adapter(), true));
+    for agent in AgentId::ALL {
+        if agent != settings.agent && agent.adapter().hooks().is_some() {
+            checks.extend(hooks(&settings, agent.adapter(), false));
+        }
+    }
 
     // A single sign-on is renewed now, whether due or not: a session needs the renewal to work.
     let sign_in = settings
@@ -269,33 +276,54 @@ fn writable(probe: &Path) -> std::io::Result<()> {
 
 /// memsync's hooks in the project's and the user's Claude Code settings: installed, and running
 /// a memsync binary that is there.
-fn hooks(settings: &Settings) -> Vec<Check> {
+/// The checks of one agent's hooks: installed ("hook"), running an existing binary ("hook
+/// binary"), and for Codex CLI trusted by Codex ("codex trust"). `asked`: the agent the command
+/// is about (nothing installed is a failure); other agents are checked only where memsync's hooks
+/// are installed. Checks of agents other than Claude Code are named after the agent.
+fn hooks(settings: &Settings, agent: &dyn Agent, asked: bool) -> Vec<Check> {
+    let Some(spec) = agent.hooks() else {
+        return Vec::new();
+    };
+    let (hook_check, binary_check, trust_check): (&'static str, &'static str, &'static str) =
+        match agent.id() {
+            AgentId::Claude => ("hook", "hook binary", ""),
+            AgentId::Codex => ("codex hook", "codex binary", "codex trust"),
+            AgentId::Gemini => ("gemini hook", "gemini binary", ""),
+            AgentId::Copilot => ("copilot hook", "copilot binary", ""),
+        };
     let project_file = settings
         .repo
         .as_ref()
-        .map(|r| claude::project_settings_path(&r.root));
-    let user_file = claude::user_settings_path(&ProcessEnv);
+        .and_then(|r| agent.project_hooks_file(&r.root));
+    let user_file = agent.user_hooks_file(&ProcessEnv);
     let files: Vec<PathBuf> = project_file.iter().chain(&user_file).cloned().collect();
+    let flag = match agent.id() {
+        AgentId::Claude => String::new(),
+        a => format!(" --agent {a}"),
+    };
     let install = match &settings.repo {
-        Some(r) => format!("cd {} && memsync install-hook", r.root.display()),
-        None => "memsync install-hook --user".to_owned(),
+        Some(r) => format!("cd {} && memsync install-hook{flag}", r.root.display()),
+        None => format!("memsync install-hook{flag} --user"),
     };
     let mut found: Vec<(PathBuf, InstalledHook)> = Vec::new();
     for f in &files {
-        match claude::installed_hooks(f) {
+        match hooks_file::installed_hooks(f, spec) {
             Ok(h) => found.extend(h.into_iter().map(|h| (f.clone(), h))),
             Err(e) => {
                 return vec![
                     bad(
-                        "hook",
+                        hook_check,
                         Status::Fail,
                         e.to_string(),
                         format!("fix or move {} away, then {install}", f.display()),
                     ),
-                    skip("hook binary", "the settings cannot be read"),
+                    skip(binary_check, "the hooks file cannot be read"),
                 ];
             }
         }
+    }
+    if !asked && found.is_empty() {
+        return Vec::new();
     }
     let where_ = |event: &str| {
         found
@@ -308,41 +336,48 @@ fn hooks(settings: &Settings) -> Vec<Check> {
         .map(|f| f.display().to_string())
         .collect::<Vec<_>>()
         .join(" or ");
-    let legacy_end = found
+    let legacy = found
         .iter()
-        .find(|(_, h)| h.event == "SessionEnd" && h.legacy)
-        .filter(|_| {
-            !found
-                .iter()
-                .any(|(_, h)| h.event == "SessionEnd" && !h.legacy)
-        });
+        .find(|(_, h)| h.legacy)
+        .filter(|(_, l)| !found.iter().any(|(_, h)| h.event == l.event && !h.legacy));
+    let name = agent.name();
     let hook = match (where_("SessionStart"), where_("SessionEnd")) {
-        (Some(_), Some(_)) if legacy_end.is_some() => bad(
-            "hook",
-            Status::Warn,
-            format!(
-                "the SessionEnd hook in {} runs `{}`, an older memsync's hook: its pushes carry no session id",
-                legacy_end
-                    .map(|(f, _)| f.display().to_string())
-                    .unwrap_or_default(),
-                legacy_end
-                    .map(|(_, h)| h.command.as_str())
-                    .unwrap_or_default()
-            ),
-            install.clone(),
+        (Some(_), Some(_)) if legacy.is_some() => {
+            let (f, h) = legacy.expect("checked");
+            bad(
+                hook_check,
+                Status::Warn,
+                format!(
+                    "the {} hook in {} runs `{}`, an older memsync's form of it{}",
+                    h.event,
+                    f.display(),
+                    h.command,
+                    if agent.id() == AgentId::Claude {
+                        ": its pushes carry no session id"
+                    } else {
+                        ", without `--agent`: it syncs another agent's layout"
+                    }
+                ),
+                install.clone(),
+            )
+        }
+        (Some(s), Some(e)) if s == e => {
+            ok(hook_check, format!("SessionStart and SessionEnd in {s}"))
+        }
+        (Some(s), Some(e)) => ok(
+            hook_check,
+            format!("SessionStart in {s}, SessionEnd in {e}"),
         ),
-        (Some(s), Some(e)) if s == e => ok("hook", format!("SessionStart and SessionEnd in {s}")),
-        (Some(s), Some(e)) => ok("hook", format!("SessionStart in {s}, SessionEnd in {e}")),
         (None, _) => bad(
-            "hook",
+            hook_check,
             Status::Fail,
             format!(
-                "no memsync SessionStart hook in {listed}: Claude Code sessions start without the team memory"
+                "no memsync SessionStart hook in {listed}: {name} sessions start without the team memory"
             ),
             install.clone(),
         ),
         (Some(_), None) => bad(
-            "hook",
+            hook_check,
             Status::Warn,
             format!(
                 "no memsync SessionEnd hook in {listed}: changes are not pushed when a session ends"
@@ -354,23 +389,120 @@ fn hooks(settings: &Settings) -> Vec<Check> {
     programs.sort_unstable();
     programs.dedup();
     let binary = if programs.is_empty() {
-        skip("hook binary", "no memsync hook installed")
+        skip(binary_check, "no memsync hook installed")
     } else {
         programs
             .iter()
-            .map(|p| hook_binary(p, &install))
+            .map(|p| hook_binary(p, &install, binary_check, name))
             .find(|c| c.status != Status::Ok)
             .unwrap_or_else(|| {
                 ok(
-                    "hook binary",
+                    binary_check,
                     format!("{} exists and is executable", programs.join(", ")),
                 )
             })
     };
-    vec![hook, binary]
+    let mut checks = vec![hook, binary];
+    if agent.id() == AgentId::Codex && !found.is_empty() {
+        checks.push(codex_trust(settings, &found, trust_check));
+    }
+    checks
 }
 
-fn hook_binary(program: &str, install: &str) -> Check {
+/// Whether Codex trusts memsync's hooks, asked of Codex itself (`codex app-server`,
+/// `hooks/list`): an installed hook Codex does not trust never runs, and Codex says nothing.
+fn codex_trust(
+    settings: &Settings,
+    found: &[(PathBuf, InstalledHook)],
+    check: &'static str,
+) -> Check {
+    use memsync::agent::codex;
+    let Some(program) = codex::find_codex(&ProcessEnv) else {
+        return bad(
+            check,
+            Status::Warn,
+            "cannot ask Codex whether it trusts memsync's hooks: `codex` is not on PATH (or set MEMSYNC_CODEX to it)",
+            "put codex on PATH and run `memsync doctor --agent codex` again",
+        );
+    };
+    let cwd = settings
+        .repo
+        .as_ref()
+        .map_or_else(|| settings.project_root.clone(), |r| r.root.clone());
+    let listed = match codex::list_hooks(&program, &cwd, codex::APP_SERVER_WAIT) {
+        Ok(l) => l,
+        Err(e) => {
+            return bad(
+                check,
+                Status::Warn,
+                format!("cannot ask Codex whether it trusts memsync's hooks: {e}"),
+                format!("run `{} app-server` by hand to see why", program.display()),
+            );
+        }
+    };
+    let ours: Vec<&codex::ListedHook> = listed
+        .iter()
+        .filter(|l| found.iter().any(|(_, h)| h.command == l.command))
+        .collect();
+    let project_file = found
+        .iter()
+        .map(|(f, _)| f)
+        .find(|f| f.starts_with(&cwd) && settings.repo.is_some());
+    if ours.is_empty() {
+        return match project_file {
+            Some(f) => bad(
+                check,
+                Status::Fail,
+                format!(
+                    "Codex does not load memsync's hooks in {}: Codex reads a repository's hooks only in a project you trust",
+                    f.display()
+                ),
+                format!(
+                    "start `codex` in {} and say you trust the folder, then trust memsync's hooks when it lists them",
+                    cwd.display()
+                ),
+            ),
+            None => bad(
+                check,
+                Status::Fail,
+                "Codex does not list memsync's hooks: they are not in a hooks file Codex reads (check CODEX_HOME)",
+                "memsync install-hook --agent codex --user",
+            ),
+        };
+    }
+    let untrusted: Vec<String> = ours
+        .iter()
+        .filter(|l| l.trust_status != "trusted" && l.trust_status != "managed")
+        .map(|l| {
+            format!(
+                "{} ({})",
+                if l.event.is_empty() { "hook" } else { &l.event },
+                l.trust_status
+            )
+        })
+        .collect();
+    if untrusted.is_empty() {
+        ok(
+            check,
+            format!("Codex trusts memsync's {} hook(s)", ours.len()),
+        )
+    } else {
+        bad(
+            check,
+            Status::Fail,
+            format!(
+                "memsync's Codex hooks are installed but not trusted, so Codex skips them without a word: {}",
+                untrusted.join(", ")
+            ),
+            format!(
+                "start `codex` in {} and choose to trust memsync's hooks when it lists them (or type /hooks in the session); memsync never trusts them for you",
+                cwd.display()
+            ),
+        )
+    }
+}
+
+fn hook_binary(program: &str, install: &str, check: &'static str, agent: &str) -> Check {
     let reinstall =
         format!("{install}   (writes the absolute path of the memsync you run it with)");
     if !program.contains('/') {
@@ -385,16 +517,16 @@ fn hook_binary(program: &str, install: &str) -> Check {
             .find(|p| is_executable(p));
         return match on_path {
             Some(p) => bad(
-                "hook binary",
+                check,
                 Status::Warn,
                 format!(
-                    "the hook runs `{program}` from PATH (here {}); Claude Code may start with a PATH without it",
+                    "the hook runs `{program}` from PATH (here {}); {agent} may start with a PATH without it",
                     p.display()
                 ),
                 reinstall,
             ),
             None => bad(
-                "hook binary",
+                check,
                 Status::Fail,
                 format!("the hook runs `{program}`, which is not on PATH"),
                 reinstall,
@@ -404,18 +536,18 @@ fn hook_binary(program: &str, install: &str) -> Check {
     let path = Path::new(program);
     match std::fs::metadata(path) {
         Err(e) => bad(
-            "hook binary",
+            check,
             Status::Fail,
             format!("the hook runs {program}, which cannot be used: {e}"),
             reinstall,
         ),
         Ok(_) if !is_executable(path) => bad(
-            "hook binary",
+            check,
             Status::Fail,
             format!("the hook runs {program}, which is not an executable file"),
             format!("chmod +x {program}, or {reinstall}"),
         ),
-        Ok(_) => ok("hook binary", format!("{program} exists and is executable")),
+        Ok(_) => ok(check, format!("{program} exists and is executable")),
     }
 }
 

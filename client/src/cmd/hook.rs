@@ -1,12 +1,11 @@
-//! Claude Code: the `SessionStart` hook (`memsync hook session-start`), the `SessionEnd` hook
-//! (`memsync hook session-end`) and `memsync install-hook`.
+//! The agents' `SessionStart` hook (`memsync hook session-start`) and `SessionEnd` hook
+//! (`memsync hook session-end`), for the agent named by `--agent` (Claude Code by default).
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use memsync::api::{ApiClient, ProposalQuery};
-use memsync::config::{self, ProcessEnv};
 use memsync::fsops::TeamDir;
 use memsync::stale;
 use memsync::state::State;
@@ -15,105 +14,27 @@ use memsync_core::wire::{ProposalStatus, ProposalSummary, PushOp};
 use memsync_core::{MemoryPath, ProjectId, Sha256};
 use serde_json::json;
 
-use super::{Fail, runtime, session};
+use super::{runtime, session};
 use crate::Global;
 
 /// At most this many lines about stale memories, and about proposals, in a session's context.
 const NOTICE_LINES: usize = 10;
 
-/// `watch`: Some(true) puts `--watch` on the SessionStart hook, Some(false) takes it off, None
-/// leaves it as it is.
-pub fn install_hook(g: &Global, cwd: &Path, user: bool, watch: Option<bool>) -> Result<u8, Fail> {
-    let path = if user {
-        memsync::claude::user_settings_path(&ProcessEnv)
-            .ok_or_else(|| Fail::env("HOME is not set"))?
-    } else {
-        let repo = config::find_repo(cwd).ok_or_else(|| {
-            Fail::env("not inside a git repository; run it in the project, or use --user for ~/.claude/settings.json")
-        })?;
-        memsync::claude::project_settings_path(&repo.root)
-    };
-    // The hooks run this very binary by its absolute path: Claude Code's PATH may lack it.
-    let exe = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .map_err(|e| Fail::env(format!("cannot tell where this memsync binary is: {e}")))?;
-    let out = memsync::claude::install_hooks(&path, &exe).map_err(Fail::env)?;
-    let watch_changed = match watch {
-        Some(on) => memsync::claude::set_watch(&path, on).map_err(Fail::env)?,
-        None => false,
-    };
-    let watching = memsync::claude::installed_hooks(&path)
-        .map_err(Fail::env)?
-        .iter()
-        .any(|h| {
-            h.event == "SessionStart"
-                && h.command
-                    .split_whitespace()
-                    .any(|w| w == memsync::claude::WATCH_FLAG)
-        });
-    if g.json {
-        println!(
-            "{}",
-            json!({
-                "settings": out.path, "changed": out.changed || watch_changed, "added": out.added,
-                "updated": out.updated, "upgraded": out.upgraded, "program": exe,
-                "watch": watching,
-            })
-        );
-    } else if !g.quiet {
-        if watch_changed && watching {
-            println!(
-                "memsync's SessionStart hook in {} now starts `memsync watch` for each session (the SessionEnd hook stops it)",
-                out.path.display()
-            );
-        } else if watch_changed {
-            println!(
-                "memsync's SessionStart hook in {} no longer starts `memsync watch`",
-                out.path.display()
-            );
-        }
-        if !out.added.is_empty() {
-            println!(
-                "added memsync's {} hook(s) to {}",
-                out.added.join(" and "),
-                out.path.display()
-            );
-        }
-        if !out.updated.is_empty() {
-            println!(
-                "memsync's {} hook(s) in {} now run {}",
-                out.updated.join(" and "),
-                out.path.display(),
-                exe.display()
-            );
-        }
-        if !out.upgraded.is_empty() {
-            println!(
-                "memsync's {} hook in {} now runs `{} {}` (it pushes with the session's id)",
-                out.upgraded.join(" and "),
-                out.path.display(),
-                exe.display(),
-                memsync::claude::SESSION_END_ARGS
-            );
-        }
-        if !out.changed && !watch_changed {
-            println!(
-                "memsync's hooks are already in {}, running {}",
-                out.path.display(),
-                exe.display()
-            );
-        }
-    }
-    Ok(0)
-}
-
 /// How long a hook waits for its input on stdin. Claude Code writes it at once and closes the
 /// pipe; a terminal, or a pipe nobody closes, must not hold the session.
 const INPUT_WAIT: Duration = Duration::from_secs(1);
 
+/// The agent whose hook this is.
+fn agent(g: &Global) -> &'static dyn memsync::agent::Agent {
+    match g.agent {
+        Some(crate::AgentChoice::One(a)) => a.adapter(),
+        _ => memsync::agent::AgentId::Claude.adapter(),
+    }
+}
+
 /// The hook's JSON on stdin (anything else reads as no input) and the directory it is about:
 /// its `cwd`, else ours.
-fn hook_input() -> (memsync::hook::HookInput, PathBuf) {
+fn hook_input(g: &Global) -> (memsync::agent::HookInput, PathBuf) {
     let input = if std::io::stdin().is_terminal() {
         String::new()
     } else {
@@ -128,7 +49,7 @@ fn hook_input() -> (memsync::hook::HookInput, PathBuf) {
         });
         rx.recv_timeout(INPUT_WAIT).unwrap_or_default()
     };
-    let parsed: memsync::hook::HookInput = serde_json::from_str(&input).unwrap_or_default();
+    let parsed = agent(g).hook_input(&input);
     let cwd = parsed
         .cwd
         .clone()
@@ -143,7 +64,7 @@ fn hook_input() -> (memsync::hook::HookInput, PathBuf) {
 /// (with `--json`, the push's report); what went wrong goes to stderr, one line each, and the
 /// changes stay in the team dir for the next push.
 pub fn session_end(g: &Global, deadline: Duration) {
-    let (input, cwd) = hook_input();
+    let (input, cwd) = hook_input(g);
     let session_id = super::session_id(input.session_id.clone());
     // The session's watcher first (it finishes a push under way), so the push below is the
     // session's last word.
@@ -151,14 +72,33 @@ pub fn session_end(g: &Global, deadline: Duration) {
     let started = Instant::now();
     match push_at_end(g, &cwd, deadline, started, session_id) {
         Ok(report) => {
+            // The other agents' layouts of the repository get what was just pushed, in what is
+            // left of the deadline.
+            let followed = match super::settings_at(g, &cwd) {
+                Ok(settings) => {
+                    super::agents::follow(
+                        g,
+                        &cwd,
+                        &settings,
+                        super::agents::Follow::Pull,
+                        None,
+                        Some(started + deadline),
+                    )
+                    .0
+                }
+                Err(_) => Vec::new(),
+            };
             if g.json {
                 println!(
                     "{}",
-                    json!({ "pushed": true, "push": report, "proposed": report.proposed, "watch_stopped": watch })
+                    json!({ "pushed": true, "push": report, "proposed": report.proposed, "watch_stopped": watch, "layouts": followed })
                 );
             }
             for line in end_problems(&report) {
                 eprintln!("memsync: {line}");
+            }
+            for f in followed.iter().filter(|f| f.error.is_some()) {
+                eprintln!("memsync: {}", f.line());
             }
         }
         Err(message) => {
@@ -256,6 +196,9 @@ fn spawn_watcher(
     if let Some(id) = session_id {
         cmd.arg("--session-id").arg(id);
     }
+    if let Some(crate::AgentChoice::One(a)) = g.agent {
+        cmd.arg("--agent").arg(a.as_str());
+    }
     for (flag, value) in [("--server", &g.server), ("--project", &g.project)] {
         if let Some(v) = value {
             cmd.arg(flag).arg(v);
@@ -335,7 +278,7 @@ fn end_problems(r: &Report) -> Vec<String> {
 /// The SessionStart hook never fails the session: every error becomes one line of context.
 pub fn session_start(g: &Global, deadline: Duration, watch: bool) {
     let started = Instant::now();
-    let (input, cwd) = hook_input();
+    let (input, cwd) = hook_input(g);
     let mut context = match hook_context(g, &cwd, deadline, started) {
         Ok(c) => c,
         Err(message) => {
@@ -347,11 +290,18 @@ pub fn session_start(g: &Global, deadline: Duration, watch: bool) {
         context.push_str(&start_watcher(g, &cwd, session_id.as_deref()));
         context.push('\n');
     }
-    let out = memsync::hook::HookOutput::session_start(context);
-    println!(
-        "{}",
-        serde_json::to_string(&out).unwrap_or_else(|_| "{}".into())
-    );
+    // The other agents' layouts of the repository follow, in what is left of the deadline.
+    if let Ok(settings) = super::settings_at(g, &cwd) {
+        super::agents::follow(
+            g,
+            &cwd,
+            &settings,
+            super::agents::Follow::Pull,
+            None,
+            Some(started + deadline),
+        );
+    }
+    println!("{}", agent(g).session_start_output(&context));
 }
 
 fn hook_context(
@@ -362,6 +312,8 @@ fn hook_context(
 ) -> Result<String, String> {
     let lock_wait = deadline.saturating_sub(started.elapsed());
     let s = session(g, cwd, lock_wait).map_err(|f| f.message)?;
+    // From now on a sync of another agent's layout of this repository brings this one along.
+    super::agents::register(&s.settings);
     let mut state = s.load_state().map_err(|f| f.message)?;
     let api = s.api.clone().with_deadline(started + deadline);
     let prog = |_: usize, _: usize| {};
@@ -421,9 +373,14 @@ fn hook_context(
         let found = stale::possibly_stale(&repo.root, &state, &team, &private);
         notices.extend(stale::context_lines(&found, NOTICE_LINES));
     }
+    let private_dir = (s.settings.agent != memsync::agent::AgentId::Claude)
+        .then_some(s.settings.private_dir.as_path());
     Ok(memsync::hook::context(
         s.project.as_str(),
-        &s.settings.team_dir,
+        memsync::hook::Dirs {
+            team_dir: &s.settings.team_dir,
+            private_dir,
+        },
         &state,
         index.as_deref(),
         note.as_deref(),

@@ -6,6 +6,7 @@
 //! unreachable, token refused or lacking rights). When both apply, 2 wins.
 
 pub mod admin;
+pub mod agents;
 pub mod allowlist;
 pub mod auth;
 pub mod check;
@@ -138,6 +139,10 @@ pub fn overrides(g: &Global) -> Overrides {
         project: g.project.clone(),
         private_dir: g.private_dir.clone(),
         team_dir: g.team_dir.clone(),
+        agent: match g.agent {
+            Some(crate::AgentChoice::One(a)) => a,
+            _ => memsync::agent::AgentId::Claude,
+        },
     }
 }
 

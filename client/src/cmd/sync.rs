@@ -65,10 +65,37 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
             (Some(pulled), Some(pushed))
         }
     };
+    // The other agents' layouts of the repository come along, to the same revision.
+    super::agents::register(&s.settings);
+    let follow = match (&pull, &push) {
+        (Some(_), Some(_)) => super::agents::Follow::Both,
+        (None, Some(_)) => super::agents::Follow::Push,
+        _ => super::agents::Follow::Pull,
+    };
+    let session_id = engine.session_id.clone();
+    drop(engine);
+    // The primary's state lock is released first: following layouts may pull it again.
+    let settings_snapshot = super::settings_at(g, cwd)?;
+    drop(s.store);
+    let (followed, notes) = super::agents::follow(
+        g,
+        cwd,
+        &settings_snapshot,
+        follow,
+        session_id.as_deref(),
+        None,
+    );
     let problems = pull.as_ref().is_some_and(Report::has_problems)
-        || push.as_ref().is_some_and(Report::has_problems);
+        || push.as_ref().is_some_and(Report::has_problems)
+        || followed.iter().any(super::agents::Followed::has_problems);
     if g.json {
         let mut out = json!({ "project": s.project.as_str(), "team_dir": s.settings.team_dir, "pull": pull, "push": push });
+        if !followed.is_empty() {
+            out["layouts"] = json!(followed);
+        }
+        if !notes.is_empty() {
+            out["notes"] = json!(notes);
+        }
         if let Some(r) = &push {
             // What became proposals, where SPEC §11 has it: at the top.
             out["proposed"] = json!(r.proposed);
@@ -81,6 +108,14 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
         if let Some(r) = &push {
             print_report("push", r, &s.settings.team_dir);
         }
+    }
+    if !g.json && (!g.quiet || problems) {
+        for f in &followed {
+            println!("  {}", f.line());
+        }
+    }
+    for n in &notes {
+        eprintln!("memsync: {n}");
     }
     Ok(u8::from(problems))
 }

@@ -1,5 +1,7 @@
-//! Claude Code integration: memsync's `SessionStart` and `SessionEnd` hooks in a `settings.json`,
-//! added without disturbing anything else the file holds.
+//! An agent's hooks file in Claude Code's shape (Claude Code's `settings.json`, Codex CLI's
+//! `hooks.json`): `{"hooks": {"<Event>": [{"matcher"?, "hooks": [{"type": "command",
+//! "command", "timeout"}]}]}}`. memsync's hooks are added, repointed and upgraded without
+//! disturbing anything else the file holds.
 
 use std::fs;
 use std::io;
@@ -8,7 +10,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::atomic::Durability;
-use crate::config::{Env, claude_dir};
 
 /// The arguments of memsync's hooks, after the program.
 pub const SESSION_START_ARGS: &str = "hook session-start";
@@ -17,9 +18,33 @@ pub const SESSION_END_ARGS: &str = "hook session-end";
 /// (`push --quiet`): upgraded in place, since it pushes without the session's id.
 pub const LEGACY_SESSION_END: &str = "push";
 
-/// Seconds Claude Code waits for each hook; the pull inside has its own shorter deadline.
-const SESSION_START_TIMEOUT: u64 = 10;
-const SESSION_END_TIMEOUT: u64 = 30;
+/// One of memsync's hooks as an agent runs it.
+#[derive(Debug, Clone, Copy)]
+pub struct HookDef {
+    /// `SessionStart`, `SessionEnd`.
+    pub event: &'static str,
+    /// What the key is called in messages: "`hooks.SessionStart`".
+    pub key: &'static str,
+    /// memsync's arguments after the program; a command is memsync's when its arguments start
+    /// with them.
+    pub args: &'static str,
+    /// Further arguments a new hook gets (e.g. a shorter deadline).
+    pub extra: &'static str,
+    /// Seconds the agent waits for it.
+    pub timeout: u64,
+    /// The first argument of an older form of this hook, replaced by today's where it is.
+    pub legacy: Option<&'static str>,
+    /// The line the agent shows while the hook runs, when it shows one.
+    pub status_message: Option<&'static str>,
+}
+
+/// memsync's hooks for one agent.
+#[derive(Debug, Clone, Copy)]
+pub struct HookSpec {
+    pub defs: &'static [HookDef],
+    /// `--agent NAME` every memsync hook of this file must carry (None: the default agent).
+    pub agent: Option<&'static str>,
+}
 
 #[derive(Debug)]
 pub struct InstallOutcome {
@@ -30,11 +55,11 @@ pub struct InstallOutcome {
     /// The events whose memsync hook now runs another binary (the one that installed it).
     pub updated: Vec<&'static str>,
     /// The events whose memsync hook of an older memsync was replaced by today's (a
-    /// `SessionEnd` `push` that now runs `hook session-end`).
+    /// `SessionEnd` `push` that now runs `hook session-end`, a hook without its `--agent`).
     pub upgraded: Vec<&'static str>,
 }
 
-/// One of memsync's hooks found in a settings.json.
+/// One of memsync's hooks found in a hooks file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstalledHook {
     /// `SessionStart` or `SessionEnd`.
@@ -44,32 +69,12 @@ pub struct InstalledHook {
     /// The program it runs (shell quoting undone): an absolute path, or a bare name looked up
     /// in `PATH`.
     pub program: String,
-    /// An older memsync's form of the hook (`push` at `SessionEnd`), which `install-hook`
-    /// upgrades.
+    /// An older memsync's form of the hook, which `install-hook` upgrades.
     pub legacy: bool,
 }
 
-/// memsync's two hooks: (event, what the key is called in messages, arguments, timeout, the
-/// first argument of an older form that is upgraded).
-const HOOKS: [(&str, &str, &str, u64, Option<&str>); 2] = [
-    (
-        "SessionStart",
-        "`hooks.SessionStart`",
-        SESSION_START_ARGS,
-        SESSION_START_TIMEOUT,
-        None,
-    ),
-    (
-        "SessionEnd",
-        "`hooks.SessionEnd`",
-        SESSION_END_ARGS,
-        SESSION_END_TIMEOUT,
-        Some(LEGACY_SESSION_END),
-    ),
-];
-
 #[derive(Debug, thiserror::Error)]
-pub enum ClaudeError {
+pub enum HooksFileError {
     #[error("cannot read {}: {source}; nothing was changed", path.display())]
     Read { path: PathBuf, source: io::Error },
     #[error(
@@ -95,66 +100,66 @@ pub enum ClaudeError {
     Write { path: PathBuf, source: io::Error },
 }
 
-/// `<repo root>/.claude/settings.json`, shared with the team through git.
-pub fn project_settings_path(repo_root: &Path) -> PathBuf {
-    repo_root.join(".claude").join("settings.json")
-}
-
-/// `$CLAUDE_CONFIG_DIR/settings.json`, else `$HOME/.claude/settings.json`.
-pub fn user_settings_path(env: &dyn Env) -> Option<PathBuf> {
-    claude_dir(env).map(|d| d.join("settings.json"))
-}
-
 /// The command a hook runs: `program` (shell-quoted when needed) and `args`.
 pub fn hook_command(program: &Path, args: &str) -> String {
     format!("{} {args}", shell_quote(&program.to_string_lossy()))
 }
 
-/// Adds memsync's hooks to a Claude Code settings.json, keeping every other setting and hook.
-/// Each runs `program` (the absolute path of the memsync that installs them), so the hooks work
-/// whatever `PATH` Claude Code has. memsync's hooks already there (a command whose program is
-/// named `memsync`, with memsync's arguments) keep their arguments and get `program`; an older
-/// memsync's `SessionEnd` hook (`memsync push …`) becomes `<program> hook session-end` where it
-/// is; running it twice changes nothing.
-pub fn install_hooks(settings_path: &Path, program: &Path) -> Result<InstallOutcome, ClaudeError> {
-    // A settings.json that is a symlink (dotfile managers) is updated where it points, so the
-    // link survives the rename.
-    let target = match fs::symlink_metadata(settings_path) {
+/// Where a hooks file that may be a symlink (dotfile managers) is really written, so the link
+/// survives the rename.
+fn write_target(path: &Path) -> Result<PathBuf, HooksFileError> {
+    match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => {
-            fs::canonicalize(settings_path).map_err(|source| ClaudeError::Read {
-                path: settings_path.to_path_buf(),
+            fs::canonicalize(path).map_err(|source| HooksFileError::Read {
+                path: path.to_path_buf(),
                 source,
-            })?
+            })
         }
-        _ => settings_path.to_path_buf(),
-    };
-    let mut root =
-        read_settings(&target, settings_path)?.unwrap_or_else(|| Value::Object(Map::new()));
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
+fn save(target: &Path, shown: &Path, root: &Value) -> Result<(), HooksFileError> {
+    let mut out = serde_json::to_string_pretty(root).map_err(|e| HooksFileError::Write {
+        path: shown.to_path_buf(),
+        source: io::Error::other(e),
+    })?;
+    out.push('\n');
+    crate::atomic::write(target, out.as_bytes(), None, Durability::Durable).map_err(|source| {
+        HooksFileError::Write {
+            path: shown.to_path_buf(),
+            source,
+        }
+    })
+}
+
+/// Adds memsync's hooks to a hooks file, keeping every other setting and hook. Each runs
+/// `program` (the absolute path of the memsync that installs them), so the hooks work whatever
+/// `PATH` the agent has. memsync's hooks already there (a command whose program is named
+/// `memsync`, with memsync's arguments) keep their arguments and get `program`; an older form
+/// is replaced where it is; running it twice changes nothing (the file is not even rewritten).
+pub fn install_hooks(
+    path: &Path,
+    program: &Path,
+    spec: &HookSpec,
+) -> Result<InstallOutcome, HooksFileError> {
+    let target = write_target(path)?;
+    let mut root = read_settings(&target, path)?.unwrap_or_else(|| Value::Object(Map::new()));
 
     let (added, updated, upgraded) =
-        add_hooks(&mut root, program).map_err(|(key, expected)| ClaudeError::WrongType {
-            path: settings_path.to_path_buf(),
-            key,
-            expected,
+        add_hooks(&mut root, program, spec).map_err(|(key, expected)| {
+            HooksFileError::WrongType {
+                path: path.to_path_buf(),
+                key,
+                expected,
+            }
         })?;
     let changed = !added.is_empty() || !updated.is_empty() || !upgraded.is_empty();
-
     if changed {
-        let mut out = serde_json::to_string_pretty(&root).map_err(|e| ClaudeError::Write {
-            path: settings_path.to_path_buf(),
-            source: io::Error::other(e),
-        })?;
-        out.push('\n');
-        crate::atomic::write(&target, out.as_bytes(), None, Durability::Durable).map_err(
-            |source| ClaudeError::Write {
-                path: settings_path.to_path_buf(),
-                source,
-            },
-        )?;
+        save(&target, path, &root)?;
     }
-
     Ok(InstallOutcome {
-        path: settings_path.to_path_buf(),
+        path: path.to_path_buf(),
         changed,
         added,
         updated,
@@ -162,22 +167,72 @@ pub fn install_hooks(settings_path: &Path, program: &Path) -> Result<InstallOutc
     })
 }
 
+/// Takes memsync's hooks (today's and older forms) out of a hooks file, keeping everything
+/// else; a matcher group left without hooks goes too, and so does an event left without
+/// groups. The events that lost a hook; the file is not touched when there were none.
+pub fn remove_hooks(path: &Path, spec: &HookSpec) -> Result<Vec<&'static str>, HooksFileError> {
+    let target = write_target(path)?;
+    let Some(mut root) = read_settings(&target, path)? else {
+        return Ok(Vec::new());
+    };
+    let mut removed = Vec::new();
+    if let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) {
+        for def in spec.defs {
+            let Some(Value::Array(groups)) = hooks.get_mut(def.event) else {
+                continue;
+            };
+            let before: usize = groups.iter().map(count_commands).sum();
+            for group in groups.iter_mut() {
+                if let Some(Value::Array(list)) = group.get_mut("hooks") {
+                    list.retain(|h| {
+                        !h.get("command")
+                            .and_then(Value::as_str)
+                            .is_some_and(|c| is_ours(c, def))
+                    });
+                }
+            }
+            groups.retain(|g| {
+                g.get("hooks")
+                    .and_then(Value::as_array)
+                    .is_none_or(|l| !l.is_empty())
+            });
+            let after: usize = groups.iter().map(count_commands).sum();
+            if after < before {
+                removed.push(def.event);
+            }
+            if groups.is_empty() {
+                hooks.remove(def.event);
+            }
+        }
+    }
+    if !removed.is_empty() {
+        save(&target, path, &root)?;
+    }
+    Ok(removed)
+}
+
+fn count_commands(v: &Value) -> usize {
+    let mut c = Vec::new();
+    collect_commands(v, &mut c);
+    c.len()
+}
+
+/// Whether `command` is memsync's hook `def` (today's or an older form).
+fn is_ours(command: &str, def: &HookDef) -> bool {
+    memsync_command(command, def.args).is_some()
+        || def
+            .legacy
+            .is_some_and(|l| memsync_command(command, l).is_some())
+}
+
 /// The flag on memsync's `SessionStart` hook that starts `memsync watch` for the session.
 pub const WATCH_FLAG: &str = "--watch";
 
-/// Puts `--watch` on memsync's `SessionStart` hook(s) in a settings.json (`on`), or takes it off;
+/// Puts `--watch` on memsync's `SessionStart` hook(s) in a hooks file (`on`), or takes it off;
 /// whether the file changed. Everything else in the file stays as it is.
-pub fn set_watch(settings_path: &Path, on: bool) -> Result<bool, ClaudeError> {
-    let target = match fs::symlink_metadata(settings_path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            fs::canonicalize(settings_path).map_err(|source| ClaudeError::Read {
-                path: settings_path.to_path_buf(),
-                source,
-            })?
-        }
-        _ => settings_path.to_path_buf(),
-    };
-    let Some(mut root) = read_settings(&target, settings_path)? else {
+pub fn set_watch(path: &Path, on: bool) -> Result<bool, HooksFileError> {
+    let target = write_target(path)?;
+    let Some(mut root) = read_settings(&target, path)? else {
         return Ok(false);
     };
     let Some(groups) = root
@@ -189,17 +244,7 @@ pub fn set_watch(settings_path: &Path, on: bool) -> Result<bool, ClaudeError> {
     if !flag_commands(groups, on) {
         return Ok(false);
     }
-    let mut out = serde_json::to_string_pretty(&root).map_err(|e| ClaudeError::Write {
-        path: settings_path.to_path_buf(),
-        source: io::Error::other(e),
-    })?;
-    out.push('\n');
-    crate::atomic::write(&target, out.as_bytes(), None, Durability::Durable).map_err(|source| {
-        ClaudeError::Write {
-            path: settings_path.to_path_buf(),
-            source,
-        }
-    })?;
+    save(&target, path, &root)?;
     Ok(true)
 }
 
@@ -244,27 +289,27 @@ fn flag_commands(value: &mut Value, on: bool) -> bool {
     changed
 }
 
-/// memsync's hooks in a settings.json (none when the file does not exist).
-pub fn installed_hooks(settings_path: &Path) -> Result<Vec<InstalledHook>, ClaudeError> {
-    let Some(root) = read_settings(settings_path, settings_path)? else {
+/// memsync's hooks in a hooks file (none when the file does not exist).
+pub fn installed_hooks(path: &Path, spec: &HookSpec) -> Result<Vec<InstalledHook>, HooksFileError> {
+    let Some(root) = read_settings(path, path)? else {
         return Ok(Vec::new());
     };
     let mut found = Vec::new();
-    for (event, _, args, _, legacy) in HOOKS {
+    for def in spec.defs {
         let mut commands = Vec::new();
-        if let Some(groups) = root.get("hooks").and_then(|h| h.get(event)) {
+        if let Some(groups) = root.get("hooks").and_then(|h| h.get(def.event)) {
             collect_commands(groups, &mut commands);
         }
         for command in commands {
-            let (program, legacy) = match memsync_command(&command, args) {
-                Some((program, _)) => (program, false),
-                None => match legacy.and_then(|l| memsync_command(&command, l)) {
+            let (program, legacy) = match memsync_command(&command, def.args) {
+                Some((program, rest)) => (program, !has_agent(rest, spec.agent)),
+                None => match def.legacy.and_then(|l| memsync_command(&command, l)) {
                     Some((program, _)) => (program, true),
                     None => continue,
                 },
             };
             found.push(InstalledHook {
-                event,
+                event: def.event,
                 command,
                 program,
                 legacy,
@@ -274,13 +319,23 @@ pub fn installed_hooks(settings_path: &Path) -> Result<Vec<InstalledHook>, Claud
     Ok(found)
 }
 
+/// Whether the arguments `rest` carry `--agent NAME` (always true when no agent is required).
+fn has_agent(rest: &str, agent: Option<&str>) -> bool {
+    let Some(agent) = agent else {
+        return true;
+    };
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    words.windows(2).any(|w| w[0] == "--agent" && w[1] == agent)
+        || words.iter().any(|w| *w == format!("--agent={agent}"))
+}
+
 /// The parsed file, or None when it does not exist or is empty.
-fn read_settings(target: &Path, shown: &Path) -> Result<Option<Value>, ClaudeError> {
+fn read_settings(target: &Path, shown: &Path) -> Result<Option<Value>, HooksFileError> {
     let text = match fs::read_to_string(target) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
-            return Err(ClaudeError::Read {
+            return Err(HooksFileError::Read {
                 path: shown.to_path_buf(),
                 source,
             });
@@ -291,7 +346,7 @@ fn read_settings(target: &Path, shown: &Path) -> Result<Option<Value>, ClaudeErr
     }
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| ClaudeError::InvalidJson {
+        .map_err(|e| HooksFileError::InvalidJson {
             path: shown.to_path_buf(),
             line: e.line(),
             column: e.column(),
@@ -313,7 +368,11 @@ type TypeProblem = (&'static str, &'static str);
 type Events = Vec<&'static str>;
 
 /// (added, updated, upgraded) events.
-fn add_hooks(root: &mut Value, program: &Path) -> Result<(Events, Events, Events), TypeProblem> {
+fn add_hooks(
+    root: &mut Value,
+    program: &Path,
+    spec: &HookSpec,
+) -> Result<(Events, Events, Events), TypeProblem> {
     let root = root
         .as_object_mut()
         .ok_or(("the top level", "a JSON object"))?;
@@ -326,41 +385,61 @@ fn add_hooks(root: &mut Value, program: &Path) -> Result<(Events, Events, Events
     let hooks = hooks.as_object_mut().ok_or(("`hooks`", "a JSON object"))?;
 
     // Check every event before changing any, so an error leaves the document as it was.
-    for (event, key, _, _, _) in HOOKS {
-        if let Some(v) = hooks.get(event)
+    for def in spec.defs {
+        if let Some(v) = hooks.get(def.event)
             && !(v.is_array() || v.is_null())
         {
-            return Err((key, "a JSON array"));
+            return Err((def.key, "a JSON array"));
         }
     }
 
     let quoted = shell_quote(&program.to_string_lossy());
     let (mut added, mut updated, mut upgraded) = (Vec::new(), Vec::new(), Vec::new());
-    for (event, _, args, timeout, legacy) in HOOKS {
+    for def in spec.defs {
         let groups = hooks
-            .entry(event)
+            .entry(def.event)
             .or_insert_with(|| Value::Array(Vec::new()));
         if groups.is_null() {
             *groups = Value::Array(Vec::new());
         }
-        let r = repoint(groups, args, legacy, &quoted);
+        let r = repoint(groups, def, spec.agent, &quoted);
         if r.repointed {
-            updated.push(event);
+            updated.push(def.event);
         }
         if r.upgraded {
-            upgraded.push(event);
+            upgraded.push(def.event);
         }
         if r.found {
             continue;
         }
         if let Value::Array(groups) = groups {
-            groups.push(json!({
-                "hooks": [{ "type": "command", "command": format!("{quoted} {args}"), "timeout": timeout }]
-            }));
-            added.push(event);
+            let mut hook = json!({
+                "type": "command",
+                "command": new_command(&quoted, def, spec.agent),
+                "timeout": def.timeout,
+            });
+            if let Some(m) = def.status_message {
+                hook["statusMessage"] = json!(m);
+            }
+            groups.push(json!({ "hooks": [hook] }));
+            added.push(def.event);
         }
     }
     Ok((added, updated, upgraded))
+}
+
+/// The command of a new hook: `<program> <args> [--agent NAME] <extra>`.
+fn new_command(quoted_program: &str, def: &HookDef, agent: Option<&str>) -> String {
+    let mut c = format!("{quoted_program} {}", def.args);
+    if let Some(a) = agent {
+        c.push_str(" --agent ");
+        c.push_str(a);
+    }
+    if !def.extra.is_empty() {
+        c.push(' ');
+        c.push_str(def.extra);
+    }
+    c
 }
 
 /// What `repoint` found and did.
@@ -369,13 +448,19 @@ struct Repointed {
     found: bool,
     /// A hook now runs the new program.
     repointed: bool,
-    /// An older form was replaced by `<program> <args>`.
+    /// An older form was replaced by today's.
     upgraded: bool,
 }
 
-/// Points every memsync hook with `args` under `value` at `quoted_program`, and replaces every
-/// older form (a memsync command whose first argument is `legacy`) with `quoted_program args`.
-fn repoint(value: &mut Value, args: &str, legacy: Option<&str>, quoted_program: &str) -> Repointed {
+/// Points every memsync hook `def` under `value` at `quoted_program`; replaces every older form
+/// (a memsync command whose first argument is `def.legacy`) with today's, and adds `--agent`
+/// where it is required and missing.
+fn repoint(
+    value: &mut Value,
+    def: &HookDef,
+    agent: Option<&str>,
+    quoted_program: &str,
+) -> Repointed {
     let mut out = Repointed::default();
     let mut merge = |r: Repointed| {
         out.found |= r.found;
@@ -385,7 +470,7 @@ fn repoint(value: &mut Value, args: &str, legacy: Option<&str>, quoted_program: 
     match value {
         Value::Array(items) => {
             for v in items {
-                merge(repoint(v, args, legacy, quoted_program));
+                merge(repoint(v, def, agent, quoted_program));
             }
         }
         Value::Object(map) => {
@@ -393,21 +478,36 @@ fn repoint(value: &mut Value, args: &str, legacy: Option<&str>, quoted_program: 
                 match v {
                     Value::String(command) if k == "command" => {
                         let mut r = Repointed::default();
-                        if let Some((_, rest)) = memsync_command(command, args) {
+                        if let Some((_, rest)) = memsync_command(command, def.args) {
                             r.found = true;
-                            let new = format!("{quoted_program}{rest}");
-                            if *command != new {
-                                *command = new;
+                            let mut new = format!("{quoted_program}{rest}");
+                            if !has_agent(rest, agent)
+                                && let Some(a) = agent
+                            {
+                                // The words after memsync's arguments stay, in order.
+                                let n = def.args.split_whitespace().count();
+                                let tail: Vec<&str> = rest.split_whitespace().skip(n).collect();
+                                new = format!("{quoted_program} {} --agent {a}", def.args);
+                                for w in tail {
+                                    new.push(' ');
+                                    new.push_str(w);
+                                }
+                                r.upgraded = true;
+                            } else if *command != new {
                                 r.repointed = true;
                             }
-                        } else if legacy.is_some_and(|l| memsync_command(command, l).is_some()) {
+                            *command = new;
+                        } else if def
+                            .legacy
+                            .is_some_and(|l| memsync_command(command, l).is_some())
+                        {
                             r.found = true;
                             r.upgraded = true;
-                            *command = format!("{quoted_program} {args}");
+                            *command = new_command(quoted_program, def, agent);
                         }
                         merge(r);
                     }
-                    other => merge(repoint(other, args, legacy, quoted_program)),
+                    other => merge(repoint(other, def, agent, quoted_program)),
                 }
             }
         }
@@ -499,6 +599,7 @@ fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::claude::{HOOKS, project_settings_path};
     use std::os::unix::fs::PermissionsExt;
 
     const EXE: &str = "/opt/memsync/bin/memsync";
@@ -511,8 +612,12 @@ mod tests {
         format!("{EXE} {SESSION_END_ARGS}")
     }
 
-    fn install_hooks(path: &Path) -> Result<InstallOutcome, ClaudeError> {
-        super::install_hooks(path, Path::new(EXE))
+    fn install_hooks(path: &Path) -> Result<InstallOutcome, HooksFileError> {
+        super::install_hooks(path, Path::new(EXE), &HOOKS)
+    }
+
+    fn installed_hooks(path: &Path) -> Result<Vec<InstalledHook>, HooksFileError> {
+        super::installed_hooks(path, &HOOKS)
     }
 
     fn read_json(path: &Path) -> Value {
@@ -609,7 +714,8 @@ mod tests {
         assert_eq!(v["hooks"]["SessionStart"].as_array().unwrap().len(), 1);
 
         // Installed by another memsync binary: the hooks follow the new one.
-        let moved = super::install_hooks(&path, Path::new("/home/a b/bin/memsync")).unwrap();
+        let moved =
+            super::install_hooks(&path, Path::new("/home/a b/bin/memsync"), &HOOKS).unwrap();
         assert_eq!(moved.updated, ["SessionStart", "SessionEnd"]);
         assert!(moved.added.is_empty());
         let found = installed_hooks(&path).unwrap();
@@ -758,30 +864,6 @@ mod tests {
         );
         assert_eq!(read_json(&real)["model"], "opus");
         assert!(read_json(&real)["hooks"]["SessionStart"].is_array());
-    }
-
-    #[test]
-    fn settings_paths() {
-        assert_eq!(
-            project_settings_path(Path::new("/r")),
-            Path::new("/r/.claude/settings.json")
-        );
-        let env = |k: &str| (k == "HOME").then(|| "/h".to_string());
-        assert_eq!(
-            user_settings_path(&env).unwrap(),
-            Path::new("/h/.claude/settings.json")
-        );
-        let env = |k: &str| match k {
-            "HOME" => Some("/h".to_string()),
-            "CLAUDE_CONFIG_DIR" => Some("/cc".to_string()),
-            _ => None,
-        };
-        assert_eq!(
-            user_settings_path(&env).unwrap(),
-            Path::new("/cc/settings.json")
-        );
-        let none = |_: &str| None;
-        assert!(user_settings_path(&none).is_none());
     }
 
     #[test]

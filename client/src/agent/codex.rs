@@ -1,0 +1,343 @@
+//! OpenAI's Codex CLI: memsync's `SessionStart` and `SessionEnd` hooks in `hooks.json`
+//! (`<repo>/.codex/hooks.json`, or `$CODEX_HOME/hooks.json` for every project), a
+//! memsync-owned memory dir under `$CODEX_HOME/memsync/projects/<key>/memory`, and `AGENTS.md`
+//! for `memsync render`.
+//!
+//! Codex runs a hook only after the user has trusted its exact definition (recorded by Codex as
+//! a hash in its `config.toml`; any change to the hook needs trusting again), and reads a
+//! project's `.codex/hooks.json` only in a project the user trusts. memsync never writes that
+//! trust: `install-hook` says how to give it, and `doctor` asks Codex itself (`codex
+//! app-server`, method `hooks/list`) whether memsync's hooks are trusted.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::hooks_file::{HookDef, HookSpec, SESSION_END_ARGS, SESSION_START_ARGS};
+use super::{Agent, AgentId};
+use crate::config::Env;
+
+/// memsync's hooks in Codex's hooks.json. Codex gives a `SessionEnd` hook at most 3 s,
+/// whatever its timeout says, so the push inside stops after 2 s (what it could not send goes
+/// with the next push). `Stop` is not used: it runs after every turn.
+pub const HOOKS: HookSpec = HookSpec {
+    defs: &[
+        HookDef {
+            event: "SessionStart",
+            key: "`hooks.SessionStart`",
+            args: SESSION_START_ARGS,
+            extra: "",
+            timeout: 10,
+            legacy: None,
+            status_message: Some("memsync: syncing team memory"),
+        },
+        HookDef {
+            event: "SessionEnd",
+            key: "`hooks.SessionEnd`",
+            args: SESSION_END_ARGS,
+            extra: "--deadline 2s",
+            timeout: 3,
+            legacy: None,
+            status_message: None,
+        },
+    ],
+    agent: Some("codex"),
+};
+
+/// `$CODEX_HOME`, else `$HOME/.codex`.
+pub fn codex_home(env: &dyn Env) -> Option<PathBuf> {
+    match env.var("CODEX_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => env
+            .var("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| PathBuf::from(h).join(".codex")),
+    }
+}
+
+pub struct Codex;
+
+impl Agent for Codex {
+    fn id(&self) -> AgentId {
+        AgentId::Codex
+    }
+    fn name(&self) -> &'static str {
+        "Codex CLI"
+    }
+    fn home(&self, env: &dyn Env) -> Option<PathBuf> {
+        codex_home(env)
+    }
+    fn hooks(&self) -> Option<&'static HookSpec> {
+        Some(&HOOKS)
+    }
+    fn project_hooks_file(&self, repo_root: &Path) -> Option<PathBuf> {
+        Some(repo_root.join(".codex").join("hooks.json"))
+    }
+    fn user_hooks_file(&self, env: &dyn Env) -> Option<PathBuf> {
+        codex_home(env).map(|h| h.join("hooks.json"))
+    }
+    fn activation_steps(&self, hooks_file: &Path, project: bool) -> Vec<String> {
+        let mut steps = vec![format!(
+            "Codex runs a hook only after you trust its exact definition, and memsync does not do that for you: start `codex`{}, and when it lists memsync's new hooks in {} choose to trust them (or type /hooks in the session and trust them there).",
+            if project { " in this repository" } else { "" },
+            hooks_file.display()
+        )];
+        if project {
+            steps.push(
+                "Codex reads a repository's .codex/hooks.json only in a project you trust: when `codex` asks whether you trust this folder, say yes."
+                    .to_owned(),
+            );
+        }
+        steps.push(
+            "Any change to these hook lines (another memsync path, another timeout) needs trusting again; until then Codex skips them without a word. `memsync doctor --agent codex` asks Codex whether they are trusted."
+                .to_owned(),
+        );
+        steps
+    }
+    fn instruction_file(&self) -> &'static str {
+        "AGENTS.md"
+    }
+    fn repo_markers(&self) -> &'static [&'static str] {
+        &[".codex", "AGENTS.md"]
+    }
+}
+
+/// One hook as Codex lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedHook {
+    /// `SessionStart`, `SessionEnd`, … as Codex names the event.
+    pub event: String,
+    pub command: String,
+    /// The file Codex read it from.
+    pub source_path: Option<String>,
+    /// `trusted`, `untrusted`, `modified` (trusted once, changed since) or `managed`.
+    pub trust_status: String,
+}
+
+/// How long `codex app-server` gets to start and answer.
+pub const APP_SERVER_WAIT: Duration = Duration::from_secs(15);
+
+/// The hooks Codex sees for a session in `cwd`, with their trust, asked of Codex itself: `codex
+/// app-server` over JSON-RPC on stdio (`initialize`, `initialized`, `hooks/list`). Read only:
+/// nothing is trusted or changed.
+pub fn list_hooks(codex: &Path, cwd: &Path, wait: Duration) -> Result<Vec<ListedHook>, String> {
+    let mut child = Command::new(codex)
+        .arg("app-server")
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run {} app-server: {e}", codex.display()))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + wait;
+    let result = (|| {
+        let send = |stdin: &mut std::process::ChildStdin, v: Value| {
+            writeln!(stdin, "{v}")
+                .and_then(|_| stdin.flush())
+                .map_err(|e| format!("codex app-server stopped reading: {e}"))
+        };
+        let answer = |id: i64| -> Result<Value, String> {
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let line = rx
+                    .recv_timeout(left)
+                    .map_err(|_| format!("codex app-server did not answer within {wait:?}"))?;
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if v.get("id").and_then(Value::as_i64) == Some(id) {
+                    if let Some(e) = v.get("error") {
+                        return Err(format!("codex app-server refused the request: {e}"));
+                    }
+                    return Ok(v.get("result").cloned().unwrap_or(Value::Null));
+                }
+            }
+        };
+        send(
+            &mut stdin,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "clientInfo": {"name": "memsync", "title": "memsync doctor", "version": env!("CARGO_PKG_VERSION")}
+            }}),
+        )?;
+        answer(1)?;
+        send(
+            &mut stdin,
+            json!({"jsonrpc": "2.0", "method": "initialized"}),
+        )?;
+        send(
+            &mut stdin,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}}),
+        )?;
+        answer(2).map(|r| parse_hooks_list(&r))
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+/// The hooks of a `hooks/list` result, whichever way Codex nests them (per cwd, or flat).
+pub fn parse_hooks_list(result: &Value) -> Vec<ListedHook> {
+    let mut out = Vec::new();
+    collect_listed(result, &mut out);
+    out
+}
+
+fn collect_listed(v: &Value, out: &mut Vec<ListedHook>) {
+    match v {
+        Value::Array(items) => items.iter().for_each(|i| collect_listed(i, out)),
+        Value::Object(map) => {
+            if let Some(status) = map.get("trustStatus").and_then(Value::as_str) {
+                let s = |k: &str| map.get(k).and_then(Value::as_str).map(str::to_owned);
+                out.push(ListedHook {
+                    event: s("eventName")
+                        .or_else(|| s("event"))
+                        .or_else(|| s("hookEventName"))
+                        .unwrap_or_default(),
+                    command: s("command").unwrap_or_default(),
+                    source_path: s("sourcePath"),
+                    trust_status: status.to_owned(),
+                });
+            } else {
+                map.values().for_each(|i| collect_listed(i, out));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The `codex` program: `$MEMSYNC_CODEX`, else `codex` on `PATH`.
+pub fn find_codex(env: &dyn Env) -> Option<PathBuf> {
+    if let Some(p) = env.var("MEMSYNC_CODEX").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let path = env.var("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("codex"))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::hooks_file::{install_hooks, installed_hooks, remove_hooks};
+
+    const EXE: &str = "/opt/memsync/bin/memsync";
+
+    #[test]
+    fn hooks_carry_the_agent_and_keep_foreign_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(".codex/hooks.json");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let foreign = json!({"hooks": {
+            "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "other-tool start", "timeout": 5}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        }});
+        std::fs::write(&path, foreign.to_string()).unwrap();
+        let out = install_hooks(&path, Path::new(EXE), &HOOKS).unwrap();
+        assert_eq!(out.added, ["SessionStart", "SessionEnd"]);
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["hooks"]["Stop"], foreign["hooks"]["Stop"]);
+        assert_eq!(
+            v["hooks"]["SessionStart"][0],
+            foreign["hooks"]["SessionStart"][0]
+        );
+        assert_eq!(
+            v["hooks"]["SessionStart"][1],
+            json!({"hooks": [{"type": "command", "command": format!("{EXE} hook session-start --agent codex"),
+                "timeout": 10, "statusMessage": "memsync: syncing team memory"}]})
+        );
+        assert_eq!(
+            v["hooks"]["SessionEnd"][0]["hooks"][0],
+            json!({"type": "command", "command": format!("{EXE} hook session-end --agent codex --deadline 2s"), "timeout": 3})
+        );
+        // Twice: the file is not even rewritten (a rewrite would not change trust, but a
+        // changed definition would).
+        let before = std::fs::read(&path).unwrap();
+        assert!(
+            !install_hooks(&path, Path::new(EXE), &HOOKS)
+                .unwrap()
+                .changed
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert_eq!(installed_hooks(&path, &HOOKS).unwrap().len(), 2);
+
+        // Out again: the foreign hooks are what is left.
+        assert_eq!(
+            remove_hooks(&path, &HOOKS).unwrap(),
+            ["SessionStart", "SessionEnd"]
+        );
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v, foreign);
+        assert!(remove_hooks(&path, &HOOKS).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_hook_without_the_agent_is_upgraded_keeping_its_arguments() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("hooks.json");
+        std::fs::write(
+            &path,
+            r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"memsync hook session-start --deadline 4s"}]}]}}"#,
+        )
+        .unwrap();
+        let found = installed_hooks(&path, &HOOKS).unwrap();
+        assert!(found[0].legacy, "{found:?}");
+        let out = install_hooks(&path, Path::new(EXE), &HOOKS).unwrap();
+        assert_eq!(out.upgraded, ["SessionStart"]);
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            v["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+            format!("{EXE} hook session-start --agent codex --deadline 4s")
+        );
+        assert!(
+            !installed_hooks(&path, &HOOKS)
+                .unwrap()
+                .iter()
+                .any(|h| h.legacy)
+        );
+    }
+
+    #[test]
+    fn hooks_list_results_are_read_flat_or_nested() {
+        let r = json!({"data": [{"cwd": "/r", "hooks": [
+            {"eventName": "SessionStart", "command": "/m hook session-start --agent codex",
+             "sourcePath": "/h/.codex/hooks.json", "trustStatus": "untrusted", "currentHash": "sha256:ab"},
+            {"eventName": "SessionEnd", "command": "x", "trustStatus": "trusted"}
+        ]}]});
+        let l = parse_hooks_list(&r);
+        assert_eq!(l.len(), 2);
+        assert_eq!(l[0].trust_status, "untrusted");
+        assert_eq!(l[0].source_path.as_deref(), Some("/h/.codex/hooks.json"));
+        assert_eq!(l[1].event, "SessionEnd");
+    }
+
+    #[test]
+    fn codex_home_and_files() {
+        let env = |k: &str| (k == "HOME").then(|| "/h".to_string());
+        assert_eq!(codex_home(&env).unwrap(), Path::new("/h/.codex"));
+        assert_eq!(
+            Codex.user_hooks_file(&env).unwrap(),
+            Path::new("/h/.codex/hooks.json")
+        );
+        assert_eq!(
+            Codex.project_hooks_file(Path::new("/r")).unwrap(),
+            Path::new("/r/.codex/hooks.json")
+        );
+        let env = |k: &str| (k == "CODEX_HOME").then(|| "/cx".to_string());
+        assert_eq!(codex_home(&env).unwrap(), Path::new("/cx"));
+    }
+}

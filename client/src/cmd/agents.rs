@@ -1,0 +1,820 @@
+//! One project, several agents: `memsync install-hook --agent NAME|auto`, `memsync render`, and
+//! the other agent layouts a sync keeps at the same server revision.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use memsync::agent::AgentId;
+use memsync::agent::hooks_file::{self, HookSpec, WATCH_FLAG};
+use memsync::agent::layouts::{self, Layouts, Rendered};
+use memsync::agent::render;
+use memsync::config::{self, ProcessEnv, Settings};
+use memsync::sync::Report;
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Fail, OK, runtime, session};
+use crate::{AgentChoice, Global};
+
+/// The registry of the layouts of `settings`' repository (or directory).
+pub fn registry(settings: &Settings) -> Option<PathBuf> {
+    let root = config::state_root(&ProcessEnv)?;
+    Some(layouts::path(
+        &root,
+        &config::claude_project_key(&settings.project_root),
+    ))
+}
+
+/// Records that `settings.agent`'s layout is in use for its repository; quietly does nothing when
+/// the registry cannot be written (the layout still syncs; only the others do not follow it).
+pub fn register(settings: &Settings) {
+    if let Some(path) = registry(settings)
+        && let Err(e) = Layouts::register(&path, settings.agent)
+    {
+        eprintln!("memsync: {e}");
+    }
+}
+
+fn load_registry(settings: &Settings) -> Layouts {
+    registry(settings)
+        .and_then(|p| {
+            Layouts::load(&p)
+                .map_err(|e| eprintln!("memsync: {e}"))
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// `g` working on another agent's layout.
+fn with_agent(g: &Global, agent: AgentId) -> Global {
+    Global {
+        agent: Some(AgentChoice::One(agent)),
+        ..g.clone()
+    }
+}
+
+/// The other agents' layouts registered for the repository of `primary`, each with a team dir
+/// of its own (agents sharing the primary's team dir, through MEMSYNC_TEAM_DIR or
+/// `.memsync.toml`, are the same layout).
+fn others(g: &Global, cwd: &Path, primary: &Settings) -> Vec<(AgentId, Global)> {
+    let mut seen = vec![primary.team_dir.clone()];
+    let mut out = Vec::new();
+    for agent in load_registry(primary).agents {
+        if agent == primary.agent {
+            continue;
+        }
+        let g2 = with_agent(g, agent);
+        match super::settings_at(&g2, cwd) {
+            Ok(s) if !seen.contains(&s.team_dir) => {
+                seen.push(s.team_dir.clone());
+                out.push((agent, g2));
+            }
+            Ok(_) => {}
+            Err(f) => eprintln!("memsync: the {agent} layout: {}", f.message),
+        }
+    }
+    out
+}
+
+/// What a sync did to one other agent's layout.
+#[derive(Debug, Serialize)]
+pub struct Followed {
+    pub agent: AgentId,
+    pub team_dir: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull: Option<Report>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push: Option<Report>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Followed {
+    /// One line for people.
+    pub fn line(&self) -> String {
+        let dir = self.team_dir.display();
+        if let Some(e) = &self.error {
+            return format!("{} layout ({dir}): not synced: {e}", self.agent);
+        }
+        let mut parts = Vec::new();
+        if let Some(r) = &self.push
+            && let Some(rev) = r.pushed_revision
+        {
+            parts.push(format!(
+                "pushed {} file(s), {} deletion(s) (revision {rev})",
+                r.pushed.len(),
+                r.pushed_deletes.len()
+            ));
+        }
+        if let Some(r) = &self.pull {
+            parts.push(
+                if r.not_modified || (r.updated.is_empty() && r.deleted.is_empty()) {
+                    format!("at revision {}", r.revision)
+                } else {
+                    format!(
+                        "pulled to revision {}: {} updated, {} deleted",
+                        r.revision,
+                        r.updated.len(),
+                        r.deleted.len()
+                    )
+                },
+            );
+        }
+        let problems: usize = [&self.pull, &self.push]
+            .into_iter()
+            .flatten()
+            .map(|r| r.conflicts.len() + r.refused.len() + r.kept.len())
+            .sum();
+        if problems > 0 {
+            parts.push(format!(
+                "{problems} local edit(s), conflict(s) or refusal(s): `memsync --agent {} status`",
+                self.agent
+            ));
+        }
+        format!("{} layout ({dir}): {}", self.agent, parts.join("; "))
+    }
+
+    pub fn has_problems(&self) -> bool {
+        self.error.is_some()
+            || [&self.pull, &self.push]
+                .into_iter()
+                .flatten()
+                .any(Report::has_problems)
+    }
+}
+
+/// What the other layouts should do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// Pull each to the server's revision.
+    Pull,
+    /// Push each one's local changes too (then pull, so every layout holds every push).
+    Push,
+    /// Pull, then push, each.
+    Both,
+}
+
+/// Brings the other agents' layouts of `primary`'s repository along with a sync of `primary`:
+/// pulls each (pushes first, for `Push`/`Both`), then, when any of them pushed, pulls the
+/// primary and the rest again so every layout reflects the same revision. `primary_pushed`: the
+/// primary's own push created a revision. Stops starting new work past `deadline`. Then
+/// refreshes every rendered instruction block.
+pub fn follow(
+    g: &Global,
+    cwd: &Path,
+    primary: &Settings,
+    what: Follow,
+    session_id: Option<&str>,
+    deadline: Option<Instant>,
+) -> (Vec<Followed>, Vec<String>) {
+    let others = others(g, cwd, primary);
+    let mut done: Vec<Followed> = Vec::new();
+    let left = |d: Option<Instant>| d.map(|d| d.saturating_duration_since(Instant::now()));
+    let out_of_time = || left(deadline).is_some_and(|l| l.is_zero());
+    for (agent, g2) in &others {
+        if out_of_time() {
+            break;
+        }
+        done.push(sync_layout(
+            g2,
+            cwd,
+            *agent,
+            what,
+            session_id,
+            left(deadline),
+        ));
+    }
+    let pushed = |f: &Followed| f.push.as_ref().is_some_and(|r| r.pushed_revision.is_some());
+    if done.iter().any(pushed) && !out_of_time() {
+        // Every layout but the last pusher's misses a push made after it was pulled.
+        let last = done.iter().rposition(pushed).unwrap_or(0);
+        let mut again = vec![(primary.agent, g.clone())];
+        again.extend(
+            others
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < last)
+                .map(|(_, o)| o.clone()),
+        );
+        for (agent, g2) in again {
+            if out_of_time() {
+                break;
+            }
+            let f = sync_layout(&g2, cwd, agent, Follow::Pull, None, left(deadline));
+            match done.iter_mut().find(|d| d.agent == agent) {
+                Some(d) => d.pull = f.pull.or(d.pull.take()),
+                None => done.push(f),
+            }
+        }
+    }
+    let notes = refresh_rendered(g, cwd, primary);
+    (done, notes)
+}
+
+fn sync_layout(
+    g: &Global,
+    cwd: &Path,
+    agent: AgentId,
+    what: Follow,
+    session_id: Option<&str>,
+    limit: Option<Duration>,
+) -> Followed {
+    let mut f = Followed {
+        agent,
+        team_dir: PathBuf::new(),
+        pull: None,
+        push: None,
+        error: None,
+    };
+    let run = |f: &mut Followed| -> Result<(), String> {
+        let wait = limit.unwrap_or(super::LOCK_WAIT);
+        let s = session(g, cwd, wait).map_err(|e| e.message)?;
+        f.team_dir = s.settings.team_dir.clone();
+        let mut state = s.load_state().map_err(|e| e.message)?;
+        let api = match limit {
+            Some(l) => s.api.clone().with_deadline(Instant::now() + l),
+            None => s.api.clone(),
+        };
+        let prog = |_: usize, _: usize| {};
+        let mut engine = s.engine(&api, &prog);
+        engine.session_id = session_id.map(str::to_owned);
+        let rt = runtime().map_err(|e| e.message)?;
+        if matches!(what, Follow::Pull | Follow::Both) {
+            f.pull = Some(rt.block_on(within(limit, async {
+                engine.pull(&mut state).await.map_err(|e| e.to_string())
+            }))?);
+        }
+        if matches!(what, Follow::Push | Follow::Both) {
+            f.push = Some(rt.block_on(within(limit, async {
+                engine
+                    .push(&mut state, false)
+                    .await
+                    .map_err(|e| e.to_string())
+            }))?);
+            // And what the layouts synced before this one pushed.
+            f.pull = Some(rt.block_on(within(limit, async {
+                engine.pull(&mut state).await.map_err(|e| e.to_string())
+            }))?);
+        }
+        Ok(())
+    };
+    if let Err(e) = run(&mut f) {
+        f.error = Some(e);
+    }
+    if f.team_dir.as_os_str().is_empty()
+        && let Ok(s) = super::settings_at(g, cwd)
+    {
+        f.team_dir = s.team_dir;
+    }
+    f
+}
+
+/// `fut`, cut off after `limit` when there is one.
+async fn within<T>(
+    limit: Option<Duration>,
+    fut: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    match limit {
+        Some(l) => tokio::time::timeout(l, fut)
+            .await
+            .map_err(|_| format!("no answer within {l:?}"))?,
+        None => fut.await,
+    }
+}
+
+/// `path` with `$HOME` written as `~`, as agents read it.
+fn shown(path: &Path) -> String {
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from)
+        && let Ok(rest) = path.strip_prefix(&home)
+    {
+        return format!("~/{}", rest.display());
+    }
+    path.display().to_string()
+}
+
+/// The block for `agent`'s layout at `cwd`.
+fn block_for(g: &Global, cwd: &Path, agent: AgentId) -> Result<(String, Settings), Fail> {
+    let settings = super::settings_at(&with_agent(g, agent), cwd)?;
+    let project = super::require_project(&settings)?;
+    let index = std::fs::read(settings.team_dir.join("MEMORY.md"))
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    Ok((
+        render::block(
+            project.as_str(),
+            &shown(&settings.team_dir),
+            index.as_deref(),
+        ),
+        settings,
+    ))
+}
+
+/// Writes `agent`'s block into `file`; (whether it changed, the new block's sha).
+fn write_block(
+    file: &Path,
+    block: &str,
+    last: Option<&Rendered>,
+    force: bool,
+    agent: AgentId,
+) -> Result<(bool, Option<memsync_core::Sha256>), String> {
+    let existing = match std::fs::read(file) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    let applied = render::apply(
+        existing.as_deref(),
+        block,
+        last.and_then(|r| r.block_sha256),
+        force,
+        file,
+        agent.as_str(),
+    )
+    .map_err(|e| e.to_string())?;
+    if applied.changed {
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        memsync::atomic::write(
+            file,
+            applied.text.as_bytes(),
+            None,
+            memsync::atomic::Durability::Durable,
+        )
+        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    }
+    Ok((applied.changed, render::block_sha(&applied.text)))
+}
+
+/// Rewrites every rendered block of the repository from its agent's team dir; one line per
+/// block that could not be refreshed (or that the user took out: then it is forgotten).
+pub fn refresh_rendered(g: &Global, cwd: &Path, primary: &Settings) -> Vec<String> {
+    let Some(path) = registry(primary) else {
+        return Vec::new();
+    };
+    let Ok(mut reg) = Layouts::load(&path) else {
+        return Vec::new();
+    };
+    if reg.rendered.is_empty() {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    let mut changed = false;
+    let files: Vec<(PathBuf, Rendered)> = reg.rendered.clone().into_iter().collect();
+    for (file, entry) in files {
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(_) => {
+                notes.push(format!(
+                    "{} is gone; memsync no longer renders the team index into it (`memsync render --agent {}` starts again)",
+                    file.display(),
+                    entry.agent
+                ));
+                reg.rendered.remove(&file);
+                changed = true;
+                continue;
+            }
+        };
+        if render::block_sha(&text).is_none() && !text.contains(render::BEGIN) {
+            notes.push(format!(
+                "memsync's block was taken out of {}; memsync no longer renders into it (`memsync render --agent {}` starts again)",
+                file.display(),
+                entry.agent
+            ));
+            reg.rendered.remove(&file);
+            changed = true;
+            continue;
+        }
+        let block = match block_for(g, cwd, entry.agent) {
+            Ok((b, _)) => b,
+            Err(f) => {
+                notes.push(format!("{}: not refreshed: {}", file.display(), f.message));
+                continue;
+            }
+        };
+        match write_block(&file, &block, Some(&entry), false, entry.agent) {
+            Ok((_, sha)) => {
+                if sha != entry.block_sha256 {
+                    reg.rendered.insert(
+                        file.clone(),
+                        Rendered {
+                            agent: entry.agent,
+                            block_sha256: sha,
+                        },
+                    );
+                    changed = true;
+                }
+            }
+            Err(e) => notes.push(e),
+        }
+    }
+    if changed && let Err(e) = reg.save(&path) {
+        notes.push(e.to_string());
+    }
+    notes
+}
+
+/// `memsync render --agent NAME [--file F] [--force] [--remove]`.
+pub fn render_cmd(
+    g: &Global,
+    cwd: &Path,
+    file: Option<PathBuf>,
+    force: bool,
+    remove: bool,
+) -> Result<u8, Fail> {
+    let agent = match g.agent {
+        Some(AgentChoice::One(a)) => a,
+        Some(AgentChoice::Auto) => {
+            return Err(Fail::env(
+                "`render` writes one agent's file: name it with --agent codex|gemini|copilot|claude",
+            ));
+        }
+        None => {
+            return Err(Fail::env(
+                "name the agent whose instruction file gets the team index: --agent codex|gemini|copilot|claude",
+            ));
+        }
+    };
+    let settings = super::settings_at(g, cwd)?;
+    let repo = settings.repo.clone().ok_or_else(|| {
+        Fail::env("not inside a git repository: run `memsync render` in the project")
+    })?;
+    let target = match file {
+        Some(f) if f.is_absolute() => f,
+        Some(f) => cwd.join(f),
+        None => repo.root.join(agent.adapter().instruction_file()),
+    };
+    let reg_path = registry(&settings)
+        .ok_or_else(|| Fail::env("HOME is not set, so memsync has no state directory"))?;
+    let mut reg = Layouts::load(&reg_path).map_err(Fail::env)?;
+    if remove {
+        let text = match std::fs::read_to_string(&target) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Fail::env(format!("cannot read {}: {e}", target.display()))),
+        };
+        let removed = match text {
+            Some(t) => match render::remove(&t, &target).map_err(Fail::env)? {
+                Some(rest) => {
+                    memsync::atomic::write(
+                        &target,
+                        rest.as_bytes(),
+                        None,
+                        memsync::atomic::Durability::Durable,
+                    )
+                    .map_err(|e| Fail::env(format!("cannot write {}: {e}", target.display())))?;
+                    true
+                }
+                None => false,
+            },
+            None => false,
+        };
+        reg.rendered.remove(&target);
+        reg.save(&reg_path).map_err(Fail::env)?;
+        if g.json {
+            println!(
+                "{}",
+                json!({"file": target, "removed": removed, "agent": agent})
+            );
+        } else if !g.quiet {
+            println!(
+                "{}",
+                if removed {
+                    format!("took memsync's block out of {}", target.display())
+                } else {
+                    format!("{} holds no memsync block", target.display())
+                }
+            );
+        }
+        return Ok(OK);
+    }
+    // The layout syncs from now on with the others: pull it first, so the index is current.
+    let g2 = with_agent(g, agent);
+    let pulled = super::session(&g2, cwd, super::LOCK_WAIT).and_then(|s| {
+        let mut state = s.load_state()?;
+        let prog = |_: usize, _: usize| {};
+        let engine = s.engine(&s.api, &prog);
+        Ok(runtime()?.block_on(engine.pull(&mut state))?)
+    });
+    let pull_note = match &pulled {
+        Ok(r) => format!("revision {}", r.revision),
+        Err(f) => format!("not pulled now ({}); the last synced index", f.message),
+    };
+    let (block, layout) = block_for(g, cwd, agent)?;
+    register(&layout);
+    let last = reg.rendered.get(&target).cloned();
+    let (changed, sha) =
+        write_block(&target, &block, last.as_ref(), force, agent).map_err(Fail::problem)?;
+    reg = Layouts::load(&reg_path).map_err(Fail::env)?;
+    reg.rendered.insert(
+        target.clone(),
+        Rendered {
+            agent,
+            block_sha256: sha,
+        },
+    );
+    reg.save(&reg_path).map_err(Fail::env)?;
+    let tracked = git_tracks(&repo.root, &target);
+    if g.json {
+        println!(
+            "{}",
+            json!({"file": target, "changed": changed, "agent": agent, "team_dir": layout.team_dir,
+                   "tracked_by_git": tracked, "pulled": pulled.is_ok()})
+        );
+    } else if !g.quiet {
+        println!(
+            "{} the team index ({pull_note}) in {} for {}; memsync's block names {} and every `memsync pull` keeps it current",
+            if changed { "wrote" } else { "already had" },
+            target.display(),
+            agent.adapter().name(),
+            shown(&layout.team_dir)
+        );
+        if tracked {
+            println!(
+                "note: {} is tracked by git; the block holds this machine's path and changes as the team memory does. Keep it out of commits, or render into a file git ignores with --file",
+                target.display()
+            );
+        }
+    }
+    Ok(if pulled.is_ok() { OK } else { super::PROBLEMS })
+}
+
+/// Whether git tracks `file` in the repository at `root` (false when git cannot say).
+fn git_tracks(root: &Path, file: &Path) -> bool {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["ls-files", "--error-unmatch", "--"])
+        .arg(file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// What `install-hook` did for one agent.
+#[derive(Debug, Serialize)]
+struct Installed {
+    agent: AgentId,
+    /// The hooks file (hook agents) or instruction file (render agents).
+    file: PathBuf,
+    changed: bool,
+    added: Vec<&'static str>,
+    updated: Vec<&'static str>,
+    upgraded: Vec<&'static str>,
+    removed: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    watch: Option<bool>,
+    /// What the user must still do for the agent to run the hooks.
+    steps: Vec<String>,
+    /// `render`: the agent has no hook memsync uses; its instruction file carries the index.
+    rendered: bool,
+}
+
+/// `memsync install-hook [--agent NAME|auto] [--user] [--watch|--no-watch] [--remove]`.
+pub fn install_hook(
+    g: &Global,
+    cwd: &Path,
+    user: bool,
+    watch: Option<bool>,
+    remove: bool,
+) -> Result<u8, Fail> {
+    let repo = config::find_repo(cwd);
+    let agents: Vec<AgentId> = match g.agent {
+        None => vec![AgentId::Claude],
+        Some(AgentChoice::One(a)) => vec![a],
+        Some(AgentChoice::Auto) => {
+            let found = if user {
+                memsync::agent::detect_for_user(&ProcessEnv)
+            } else {
+                match &repo {
+                    Some(r) => memsync::agent::detect_in_repo(&r.root),
+                    None => Vec::new(),
+                }
+            };
+            if found.is_empty() {
+                return Err(Fail::env(match (&repo, user) {
+                    (_, true) => "no agent is set up for this user (none of ~/.claude, $CODEX_HOME or ~/.codex, ~/.gemini, ~/.copilot exists); name one with --agent".to_owned(),
+                    (Some(r), false) => format!(
+                        "no agent is set up in {} (looked for .claude/, CLAUDE.md, .codex/, AGENTS.md, .gemini/, GEMINI.md, .github/copilot-instructions.md); name one with --agent",
+                        r.root.display()
+                    ),
+                    (None, false) => "not inside a git repository; run it in the project, or use --user".to_owned(),
+                }));
+            }
+            found
+        }
+    };
+    if watch.is_some() && agents.iter().any(|a| *a != AgentId::Claude) {
+        return Err(Fail::env(
+            "--watch and --no-watch are for Claude Code's hooks only; run them without --agent",
+        ));
+    }
+    // The hooks run this very binary by its absolute path: the agent's PATH may lack it.
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| Fail::env(format!("cannot tell where this memsync binary is: {e}")))?;
+    let mut done = Vec::new();
+    for agent in agents {
+        let adapter = agent.adapter();
+        let Some(spec) = adapter.hooks() else {
+            // No hook memsync uses: the instruction file carries the index.
+            if user {
+                if g.agent == Some(AgentChoice::Auto) {
+                    continue;
+                }
+                return Err(Fail::env(format!(
+                    "{} has no session hook memsync uses; run `memsync render --agent {agent}` in each project instead",
+                    adapter.name()
+                )));
+            }
+            done.push(render_for_install(g, cwd, agent, remove)?);
+            continue;
+        };
+        let file = if user {
+            adapter
+                .user_hooks_file(&ProcessEnv)
+                .ok_or_else(|| Fail::env("HOME is not set"))?
+        } else {
+            let repo = repo.as_ref().ok_or_else(|| {
+                Fail::env(format!(
+                    "not inside a git repository; run it in the project, or use --user for {}'s user-wide hooks",
+                    adapter.name()
+                ))
+            })?;
+            adapter
+                .project_hooks_file(&repo.root)
+                .ok_or_else(|| Fail::env("no project hooks file"))?
+        };
+        done.push(install_one(
+            g, cwd, agent, spec, &file, &exe, user, watch, remove,
+        )?);
+    }
+    if g.json {
+        println!("{}", json!({ "program": exe, "agents": done }));
+    } else if !g.quiet {
+        for d in &done {
+            print_installed(d, &exe);
+        }
+    }
+    Ok(OK)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn install_one(
+    g: &Global,
+    cwd: &Path,
+    agent: AgentId,
+    spec: &HookSpec,
+    file: &Path,
+    exe: &Path,
+    user: bool,
+    watch: Option<bool>,
+    remove: bool,
+) -> Result<Installed, Fail> {
+    let adapter = agent.adapter();
+    if remove {
+        let removed = hooks_file::remove_hooks(file, spec).map_err(Fail::env)?;
+        return Ok(Installed {
+            agent,
+            file: file.to_owned(),
+            changed: !removed.is_empty(),
+            added: Vec::new(),
+            updated: Vec::new(),
+            upgraded: Vec::new(),
+            removed,
+            watch: None,
+            steps: Vec::new(),
+            rendered: false,
+        });
+    }
+    let out = hooks_file::install_hooks(file, exe, spec).map_err(Fail::env)?;
+    let watch_changed = match watch {
+        Some(on) => hooks_file::set_watch(file, on).map_err(Fail::env)?,
+        None => false,
+    };
+    let watching = (agent == AgentId::Claude).then(|| {
+        hooks_file::installed_hooks(file, spec)
+            .unwrap_or_default()
+            .iter()
+            .any(|h| {
+                h.event == "SessionStart" && h.command.split_whitespace().any(|w| w == WATCH_FLAG)
+            })
+    });
+    // From now on a sync of any layout of this repository brings this one along.
+    if let Ok(s) = super::settings_at(&with_agent(g, agent), cwd) {
+        register(&s);
+    }
+    let changed = out.changed || watch_changed;
+    // Trust is asked again only when the hooks' definition changed.
+    let steps = if changed {
+        adapter.activation_steps(file, !user)
+    } else {
+        Vec::new()
+    };
+    Ok(Installed {
+        agent,
+        file: out.path,
+        changed,
+        added: out.added,
+        updated: out.updated,
+        upgraded: out.upgraded,
+        removed: Vec::new(),
+        watch: watching,
+        steps,
+        rendered: false,
+    })
+}
+
+fn render_for_install(
+    g: &Global,
+    cwd: &Path,
+    agent: AgentId,
+    remove: bool,
+) -> Result<Installed, Fail> {
+    let g2 = Global {
+        quiet: true,
+        json: false,
+        ..with_agent(g, agent)
+    };
+    render_cmd(&g2, cwd, None, false, remove)?;
+    let settings = super::settings_at(&g2, cwd)?;
+    let file = settings
+        .repo
+        .as_ref()
+        .map(|r| r.root.join(agent.adapter().instruction_file()))
+        .unwrap_or_default();
+    Ok(Installed {
+        agent,
+        file,
+        changed: true,
+        added: Vec::new(),
+        updated: Vec::new(),
+        upgraded: Vec::new(),
+        removed: Vec::new(),
+        watch: None,
+        steps: Vec::new(),
+        rendered: true,
+    })
+}
+
+fn print_installed(d: &Installed, exe: &Path) {
+    let name = d.agent.adapter().name();
+    let file = d.file.display();
+    if d.rendered {
+        println!(
+            "{name}: no session hook memsync uses; the team index is in memsync's block of {file}, kept current by every `memsync pull`"
+        );
+        return;
+    }
+    if !d.removed.is_empty() {
+        println!(
+            "{name}: took memsync's {} hook(s) out of {file}",
+            d.removed.join(" and ")
+        );
+        return;
+    }
+    if d.changed && d.added.is_empty() && d.updated.is_empty() && d.upgraded.is_empty() {
+        match d.watch {
+            Some(true) => println!(
+                "{name}: memsync's SessionStart hook in {file} now starts `memsync watch` for each session (the SessionEnd hook stops it)"
+            ),
+            _ => println!(
+                "{name}: memsync's SessionStart hook in {file} no longer starts `memsync watch`"
+            ),
+        }
+    }
+    if !d.added.is_empty() {
+        println!(
+            "{name}: added memsync's {} hook(s) to {file}",
+            d.added.join(" and ")
+        );
+    }
+    if !d.updated.is_empty() {
+        println!(
+            "{name}: memsync's {} hook(s) in {file} now run {}",
+            d.updated.join(" and "),
+            exe.display()
+        );
+    }
+    if !d.upgraded.is_empty() {
+        println!(
+            "{name}: memsync's {} hook(s) in {file} were upgraded to today's form (`{} hook …{}`)",
+            d.upgraded.join(" and "),
+            exe.display(),
+            match d.agent {
+                AgentId::Claude => String::new(),
+                a => format!(" --agent {a}"),
+            }
+        );
+    }
+    if !d.changed {
+        println!(
+            "{name}: memsync's hooks are already in {file}, running {}",
+            exe.display()
+        );
+    }
+    for s in &d.steps {
+        println!("  next: {s}");
+    }
+}
