@@ -184,8 +184,13 @@ pub(crate) enum Cmd {
         #[arg(long)]
         user: bool,
         /// Take memsync's hooks (or rendered block) out again, keeping everything else.
-        #[arg(long, conflicts_with_all = ["watch", "no_watch"])]
+        #[arg(long, conflicts_with_all = ["watch", "no_watch", "trust"])]
         remove: bool,
+        /// Codex CLI: ask Codex (its app-server) to trust memsync's hooks, as its /hooks screen
+        /// does; Codex computes and records the hashes. Without it, install-hook says how to
+        /// trust them in Codex.
+        #[arg(long)]
+        trust: bool,
         /// Also keep the team dir live during each session: the SessionStart hook starts
         /// `memsync watch` for the session, the SessionEnd hook stops it.
         #[arg(long, conflicts_with = "no_watch")]
@@ -568,6 +573,7 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
         Cmd::InstallHook {
             user,
             remove,
+            trust,
             watch,
             no_watch,
         } => {
@@ -576,7 +582,16 @@ fn dispatch(g: &Global, command: Cmd) -> Result<u8, Fail> {
                 (_, true) => Some(false),
                 _ => None,
             };
-            cmd::agents::install_hook(g, &cwd, user, watch, remove)
+            cmd::agents::install_hook(
+                g,
+                &cwd,
+                cmd::agents::InstallOptions {
+                    user,
+                    watch,
+                    remove,
+                    trust,
+                },
+            )
         }
         Cmd::Render(a) => cmd::agents::render_cmd(g, &cwd, a.file, a.force, a.remove),
         Cmd::Watch {

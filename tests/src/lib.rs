@@ -4,6 +4,7 @@
 //! The shared cluster comes from `MEMSYNC_TEST_DATABASE_URL` (an admin URL), which `scripts/test`
 //! sets after starting a throwaway cluster.
 
+pub mod agents;
 pub mod corpus;
 pub mod feedback_corpus;
 pub mod feedback_eval;
@@ -673,6 +674,7 @@ impl User {
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_STATE_HOME")
             .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
             .env_remove("MEMSYNC_SERVER")
             .env_remove("MEMSYNC_TOKEN")
             .env_remove("MEMSYNC_PROJECT")

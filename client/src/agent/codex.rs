@@ -5,9 +5,11 @@
 //!
 //! Codex runs a hook only after the user has trusted its exact definition (recorded by Codex as
 //! a hash in its `config.toml`; any change to the hook needs trusting again), and reads a
-//! project's `.codex/hooks.json` only in a project the user trusts. memsync never writes that
-//! trust: `install-hook` says how to give it, and `doctor` asks Codex itself (`codex
-//! app-server`, method `hooks/list`) whether memsync's hooks are trusted.
+//! project's `.codex/hooks.json` only in a project the user trusts. memsync never computes or
+//! writes a hash itself: `install-hook` says how to trust the hooks in Codex, or, with
+//! `--trust`, asks Codex's own app-server to record the hash Codex computed (as Codex's `/hooks`
+//! screen does); `doctor` asks Codex (`codex app-server`, `hooks/list`) whether they are trusted.
+//! Project trust is left to the user.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -92,9 +94,19 @@ impl Agent for Codex {
             );
         }
         steps.push(
+            "Or let memsync ask Codex to trust them for you: `memsync install-hook --agent codex --trust` (Codex computes and records the hashes, as its /hooks screen does).".to_owned(),
+        );
+        steps.push(
             "Any change to these hook lines (another memsync path, another timeout) needs trusting again; until then Codex skips them without a word. `memsync doctor --agent codex` asks Codex whether they are trusted."
                 .to_owned(),
         );
+        if let Some(home) = codex_home(&crate::config::ProcessEnv) {
+            steps.push(format!(
+                "Codex's workspace-write sandbox lets the agent write only in the workspace: to let it save team memories without asking, add to {}: [sandbox_workspace_write] writable_roots = [\"{}\"]",
+                home.join("config.toml").display(),
+                home.join("memsync").join("projects").display()
+            ));
+        }
         steps
     }
     fn instruction_file(&self) -> &'static str {
@@ -115,78 +127,150 @@ pub struct ListedHook {
     pub source_path: Option<String>,
     /// `trusted`, `untrusted`, `modified` (trusted once, changed since) or `managed`.
     pub trust_status: String,
+    /// Codex's key of the hook (`<file>:<event>:<group>:<handler>`).
+    pub key: Option<String>,
+    /// The hash Codex computes of the hook's definition (what trusting it records).
+    pub current_hash: Option<String>,
 }
 
 /// How long `codex app-server` gets to start and answer.
 pub const APP_SERVER_WAIT: Duration = Duration::from_secs(15);
 
+/// A `codex app-server` session: JSON-RPC, one JSON document per line on stdio. Killed when
+/// dropped.
+struct AppServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    deadline: Instant,
+    wait: Duration,
+    next_id: i64,
+}
+
+impl AppServer {
+    /// Starts it in `cwd` and goes through `initialize` / `initialized`.
+    fn start(codex: &Path, cwd: &Path, wait: Duration) -> Result<AppServer, String> {
+        let mut child = Command::new(codex)
+            .arg("app-server")
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run {} app-server: {e}", codex.display()))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, lines) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = AppServer {
+            child,
+            stdin,
+            lines,
+            deadline: Instant::now() + wait,
+            wait,
+            next_id: 1,
+        };
+        s.request(
+            "initialize",
+            json!({"clientInfo": {"name": "memsync", "title": "memsync", "version": env!("CARGO_PKG_VERSION")}}),
+        )?;
+        s.send(&json!({"method": "initialized"}))?;
+        Ok(s)
+    }
+
+    fn send(&mut self, v: &Value) -> Result<(), String> {
+        writeln!(self.stdin, "{v}")
+            .and_then(|_| self.stdin.flush())
+            .map_err(|e| format!("codex app-server stopped reading: {e}"))
+    }
+
+    /// The result of one request (notifications in between are skipped).
+    fn request(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"method": method, "params": params, "id": id}))?;
+        loop {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).map_err(|_| {
+                format!(
+                    "codex app-server did not answer `{method}` within {:?}",
+                    self.wait
+                )
+            })?;
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if v.get("id").and_then(Value::as_i64) == Some(id) {
+                if let Some(e) = v.get("error") {
+                    return Err(format!("codex app-server refused `{method}`: {e}"));
+                }
+                return Ok(v.get("result").cloned().unwrap_or(Value::Null));
+            }
+        }
+    }
+
+    fn hooks(&mut self, cwd: &Path) -> Result<Vec<ListedHook>, String> {
+        self.request("hooks/list", json!({"cwds": [cwd]}))
+            .map(|r| parse_hooks_list(&r))
+    }
+}
+
+impl Drop for AppServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The hooks Codex sees for a session in `cwd`, with their trust, asked of Codex itself: `codex
 /// app-server` over JSON-RPC on stdio (`initialize`, `initialized`, `hooks/list`). Read only:
 /// nothing is trusted or changed.
 pub fn list_hooks(codex: &Path, cwd: &Path, wait: Duration) -> Result<Vec<ListedHook>, String> {
-    let mut child = Command::new(codex)
-        .arg("app-server")
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run {} app-server: {e}", codex.display()))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
+    AppServer::start(codex, cwd, wait)?.hooks(cwd)
+}
+
+/// Trusts the hooks whose commands are `commands` the way Codex's own `/hooks` screen does:
+/// Codex lists them with the hash it computes of each definition (`hooks/list`), and memsync
+/// asks Codex to record that hash as trusted (`config/batchWrite` of `hooks.state`), then lists
+/// them again to confirm. memsync computes no hash. Done only when the user asks
+/// (`install-hook --agent codex --trust`). The hooks as Codex lists them afterwards.
+pub fn trust_hooks(
+    codex: &Path,
+    cwd: &Path,
+    commands: &[String],
+    wait: Duration,
+) -> Result<Vec<ListedHook>, String> {
+    let mut app = AppServer::start(codex, cwd, wait)?;
+    let ours = |l: &ListedHook| commands.contains(&l.command);
+    let listed = app.hooks(cwd)?;
+    let mut state = serde_json::Map::new();
+    for l in listed.iter().filter(|l| ours(l)) {
+        if l.trust_status == "trusted" || l.trust_status == "managed" {
+            continue;
         }
-    });
-    let deadline = Instant::now() + wait;
-    let result = (|| {
-        let send = |stdin: &mut std::process::ChildStdin, v: Value| {
-            writeln!(stdin, "{v}")
-                .and_then(|_| stdin.flush())
-                .map_err(|e| format!("codex app-server stopped reading: {e}"))
+        let (Some(key), Some(hash)) = (&l.key, &l.current_hash) else {
+            return Err(format!(
+                "Codex lists the hook `{}` without its key or hash; trust it in Codex (/hooks)",
+                l.command
+            ));
         };
-        let answer = |id: i64| -> Result<Value, String> {
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                let line = rx
-                    .recv_timeout(left)
-                    .map_err(|_| format!("codex app-server did not answer within {wait:?}"))?;
-                let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                if v.get("id").and_then(Value::as_i64) == Some(id) {
-                    if let Some(e) = v.get("error") {
-                        return Err(format!("codex app-server refused the request: {e}"));
-                    }
-                    return Ok(v.get("result").cloned().unwrap_or(Value::Null));
-                }
-            }
-        };
-        send(
-            &mut stdin,
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "clientInfo": {"name": "memsync", "title": "memsync doctor", "version": env!("CARGO_PKG_VERSION")}
-            }}),
+        state.insert(key.clone(), json!({ "trusted_hash": hash }));
+    }
+    if !state.is_empty() {
+        app.request(
+            "config/batchWrite",
+            json!({"edits": [{"keyPath": "hooks.state", "value": state, "mergeStrategy": "upsert"}]}),
         )?;
-        answer(1)?;
-        send(
-            &mut stdin,
-            json!({"jsonrpc": "2.0", "method": "initialized"}),
-        )?;
-        send(
-            &mut stdin,
-            json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}}),
-        )?;
-        answer(2).map(|r| parse_hooks_list(&r))
-    })();
-    let _ = child.kill();
-    let _ = child.wait();
-    result
+    }
+    let after: Vec<ListedHook> = app.hooks(cwd)?.into_iter().filter(|l| ours(l)).collect();
+    Ok(after)
 }
 
 /// The hooks of a `hooks/list` result, whichever way Codex nests them (per cwd, or flat).
@@ -210,6 +294,8 @@ fn collect_listed(v: &Value, out: &mut Vec<ListedHook>) {
                     command: s("command").unwrap_or_default(),
                     source_path: s("sourcePath"),
                     trust_status: status.to_owned(),
+                    key: s("key"),
+                    current_hash: s("currentHash"),
                 });
             } else {
                 map.values().for_each(|i| collect_listed(i, out));

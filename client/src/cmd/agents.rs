@@ -569,16 +569,81 @@ struct Installed {
     steps: Vec<String>,
     /// `render`: the agent has no hook memsync uses; its instruction file carries the index.
     rendered: bool,
+    /// Codex trusts the hooks now (`--trust`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    trusted: bool,
 }
 
-/// `memsync install-hook [--agent NAME|auto] [--user] [--watch|--no-watch] [--remove]`.
-pub fn install_hook(
-    g: &Global,
+/// `--trust`: Codex records its own hashes of memsync's hooks as trusted; the steps still left
+/// to the user (none, once Codex lists every memsync hook as trusted).
+fn trust_codex(
     cwd: &Path,
+    repo: Option<&config::Repo>,
+    spec: &HookSpec,
+    file: &Path,
     user: bool,
-    watch: Option<bool>,
-    remove: bool,
-) -> Result<u8, Fail> {
+) -> Result<Vec<String>, Fail> {
+    use memsync::agent::codex;
+    let program = codex::find_codex(&ProcessEnv).ok_or_else(|| {
+        Fail::env("--trust asks Codex itself, but `codex` is not on PATH (or set MEMSYNC_CODEX to it); the hooks are installed, not trusted")
+    })?;
+    let commands: Vec<String> = hooks_file::installed_hooks(file, spec)
+        .map_err(Fail::env)?
+        .into_iter()
+        .map(|h| h.command)
+        .collect();
+    let at = repo.map_or_else(|| cwd.to_owned(), |r| r.root.clone());
+    let listed = codex::trust_hooks(&program, &at, &commands, codex::APP_SERVER_WAIT)
+        .map_err(|e| Fail::env(format!("{e}; the hooks are installed, not trusted")))?;
+    if listed.is_empty() {
+        return Err(Fail::env(if user {
+            format!(
+                "Codex does not list memsync's hooks in {}: is CODEX_HOME the one Codex uses? The hooks are installed, not trusted",
+                file.display()
+            )
+        } else {
+            format!(
+                "Codex does not read {} because it does not trust the project {}: start `codex` there and say you trust the folder (or run `codex exec --trust` there once), then run this again. The hooks are installed, not trusted",
+                file.display(),
+                at.display()
+            )
+        }));
+    }
+    let untrusted: Vec<String> = listed
+        .iter()
+        .filter(|l| l.trust_status != "trusted" && l.trust_status != "managed")
+        .map(|l| format!("{} ({})", l.command, l.trust_status))
+        .collect();
+    if !untrusted.is_empty() {
+        return Err(Fail::env(format!(
+            "Codex still does not trust {}; trust them in Codex (/hooks)",
+            untrusted.join(", ")
+        )));
+    }
+    Ok(Vec::new())
+}
+
+/// What `install-hook` was asked to do.
+#[derive(Debug, Clone, Copy)]
+pub struct InstallOptions {
+    /// The user's hooks file instead of the repository's.
+    pub user: bool,
+    /// Some(true): `--watch` on Claude Code's SessionStart hook; Some(false): off.
+    pub watch: Option<bool>,
+    pub remove: bool,
+    /// Codex CLI: ask Codex to trust memsync's hooks.
+    pub trust: bool,
+}
+
+/// `memsync install-hook [--agent NAME|auto] [--user] [--watch|--no-watch] [--remove]
+/// [--trust]`.
+pub fn install_hook(g: &Global, cwd: &Path, opts: InstallOptions) -> Result<u8, Fail> {
+    let InstallOptions {
+        user,
+        watch,
+        remove,
+        trust,
+    } = opts;
     let repo = config::find_repo(cwd);
     let agents: Vec<AgentId> = match g.agent {
         None => vec![AgentId::Claude],
@@ -605,6 +670,11 @@ pub fn install_hook(
             found
         }
     };
+    if trust && !agents.contains(&AgentId::Codex) {
+        return Err(Fail::env(
+            "--trust is for Codex CLI's hooks (--agent codex, or --agent auto in a repository set up for Codex)",
+        ));
+    }
     if watch.is_some() && agents.iter().any(|a| *a != AgentId::Claude) {
         return Err(Fail::env(
             "--watch and --no-watch are for Claude Code's hooks only; run them without --agent",
@@ -646,9 +716,12 @@ pub fn install_hook(
                 .project_hooks_file(&repo.root)
                 .ok_or_else(|| Fail::env("no project hooks file"))?
         };
-        done.push(install_one(
-            g, cwd, agent, spec, &file, &exe, user, watch, remove,
-        )?);
+        let mut d = install_one(g, cwd, agent, spec, &file, &exe, user, watch, remove)?;
+        if trust && agent == AgentId::Codex {
+            d.steps = trust_codex(cwd, repo.as_ref(), spec, &file, user)?;
+            d.trusted = true;
+        }
+        done.push(d);
     }
     if g.json {
         println!("{}", json!({ "program": exe, "agents": done }));
@@ -686,6 +759,7 @@ fn install_one(
             watch: None,
             steps: Vec::new(),
             rendered: false,
+            trusted: false,
         });
     }
     let out = hooks_file::install_hooks(file, exe, spec).map_err(Fail::env)?;
@@ -705,6 +779,13 @@ fn install_one(
     if let Ok(s) = super::settings_at(&with_agent(g, agent), cwd) {
         register(&s);
     }
+    // The parent of memsync's memory dirs for the agent, which its sandbox may be told to
+    // let the agent write (a writable root must exist when the agent starts).
+    if agent != AgentId::Claude
+        && let Some(home) = adapter.home(&ProcessEnv)
+    {
+        let _ = std::fs::create_dir_all(home.join("memsync").join("projects"));
+    }
     let changed = out.changed || watch_changed;
     // Trust is asked again only when the hooks' definition changed.
     let steps = if changed {
@@ -723,6 +804,7 @@ fn install_one(
         watch: watching,
         steps,
         rendered: false,
+        trusted: false,
     })
 }
 
@@ -755,6 +837,7 @@ fn render_for_install(
         watch: None,
         steps: Vec::new(),
         rendered: true,
+        trusted: false,
     })
 }
 
@@ -813,6 +896,9 @@ fn print_installed(d: &Installed, exe: &Path) {
             "{name}: memsync's hooks are already in {file}, running {}",
             exe.display()
         );
+    }
+    if d.trusted {
+        println!("{name}: Codex trusts memsync's hooks (it recorded its own hashes of them)");
     }
     for s in &d.steps {
         println!("  next: {s}");
