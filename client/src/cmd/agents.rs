@@ -724,7 +724,17 @@ pub fn install_hook(g: &Global, cwd: &Path, opts: InstallOptions) -> Result<u8, 
         done.push(d);
     }
     if g.json {
-        println!("{}", json!({ "program": exe, "agents": done }));
+        let mut out = json!({ "program": exe, "agents": done });
+        // One agent: its fields at the top too (`settings` is its hooks file), as before
+        // install-hook served several agents.
+        if let [one] = done.as_slice() {
+            out["settings"] = json!(one.file);
+            for k in ["agent", "changed", "added", "updated", "upgraded", "removed", "steps"] {
+                out[k] = json!(one)[k].clone();
+            }
+            out["watch"] = json!(one.watch.unwrap_or(false));
+        }
+        println!("{out}");
     } else if !g.quiet {
         for d in &done {
             print_installed(d, &exe);
