@@ -729,7 +729,9 @@ pub fn install_hook(g: &Global, cwd: &Path, opts: InstallOptions) -> Result<u8, 
         // install-hook served several agents.
         if let [one] = done.as_slice() {
             out["settings"] = json!(one.file);
-            for k in ["agent", "changed", "added", "updated", "upgraded", "removed", "steps"] {
+            for k in [
+                "agent", "changed", "added", "updated", "upgraded", "removed", "steps",
+            ] {
                 out[k] = json!(one)[k].clone();
             }
             out["watch"] = json!(one.watch.unwrap_or(false));
