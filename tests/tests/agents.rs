@@ -596,3 +596,76 @@ async fn render_owns_only_its_block_and_pull_keeps_it_current() {
     let end = forced.find("<!-- memsync:end -->\r\n").unwrap() + "<!-- memsync:end -->\r\n".len();
     assert_eq!(removed, format!("{}{}", &forced[..begin], &forced[end..]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_installs_for_every_agent_in_the_repository_and_a_push_sends_every_layout() {
+    let (server, _db) = Server::start().await;
+    let ann = User::new(&server, "ann", &["acme"], ORIGIN);
+    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
+    ann.write("deploys.md", &mem("deploys", "Deploys run from CI.\n"));
+    ok(&ann, &["push"]);
+    std::fs::create_dir_all(bob.repo.join(".claude")).unwrap();
+    std::fs::create_dir_all(bob.repo.join(".codex")).unwrap();
+    std::fs::write(bob.repo.join("GEMINI.md"), "# Gemini rules\n").unwrap();
+
+    let r = ok(&bob, &["install-hook", "--agent", "auto", "--json"]);
+    let agents: Vec<String> = r.json()["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["agent"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(agents, ["claude", "codex", "gemini"], "{}", r.stdout);
+    assert!(bob.repo.join(".claude/settings.json").is_file());
+    assert!(bob.repo.join(".codex/hooks.json").is_file());
+    let gemini = std::fs::read_to_string(bob.repo.join("GEMINI.md")).unwrap();
+    assert!(
+        gemini.starts_with("# Gemini rules\n\n<!-- memsync:begin") && gemini.contains("deploys.md")
+    );
+
+    // Every layout is at the server's revision; a memory saved in the Codex layout and one in
+    // the Gemini layout both go with one `memsync push`, and every layout gets both.
+    let dir = |agent: &str| -> PathBuf {
+        let st = ok(&bob, &["--agent", agent, "status", "--offline", "--json"]).json();
+        PathBuf::from(st["team_dir"].as_str().unwrap())
+    };
+    let (claude_dir, codex_dir, gemini_dir) = (dir("claude"), dir("codex"), dir("gemini"));
+    ok(&bob, &["pull"]);
+    for d in [&claude_dir, &codex_dir, &gemini_dir] {
+        assert!(d.join("deploys.md").is_file(), "{}", d.display());
+    }
+    std::fs::write(
+        codex_dir.join("from-codex.md"),
+        mem("from-codex", "Saved in Codex.\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        gemini_dir.join("from-gemini.md"),
+        mem("from-gemini", "Saved in Gemini.\n"),
+    )
+    .unwrap();
+    let r = ok(&bob, &["push", "--json"]);
+    let out = r.json();
+    let layouts = out["layouts"].as_array().unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(layouts.len(), 2, "{out}");
+    for d in [&claude_dir, &codex_dir, &gemini_dir] {
+        for f in ["from-codex.md", "from-gemini.md"] {
+            assert!(d.join(f).is_file(), "{f} missing in {}", d.display());
+        }
+    }
+    let revs: Vec<i64> = ["claude", "codex", "gemini"]
+        .iter()
+        .map(|a| layout_revision(&bob, a))
+        .collect();
+    assert!(revs.windows(2).all(|w| w[0] == w[1]), "{revs:?}");
+    let gemini = std::fs::read_to_string(bob.repo.join("GEMINI.md")).unwrap();
+    assert!(gemini.contains("from-codex.md"), "{gemini}");
+    // Nothing left to send anywhere: each memory went once.
+    let again = ok(&bob, &["push", "--json"]).json();
+    assert_eq!(again["push"]["pushed"], json!([]), "{again}");
+    for l in again["layouts"].as_array().unwrap() {
+        assert_eq!(l["push"]["pushed"], json!([]), "{again}");
+    }
+    ok(&ann, &["pull"]);
+    assert!(ann.read("from-codex.md").is_some() && ann.read("from-gemini.md").is_some());
+}

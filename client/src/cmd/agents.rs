@@ -143,6 +143,17 @@ impl Followed {
     }
 }
 
+/// What [`follow`] did.
+#[derive(Debug, Default)]
+pub struct Following {
+    /// The other layouts, in the order they were synced.
+    pub others: Vec<Followed>,
+    /// The primary layout pulled again because another layout pushed after it.
+    pub primary_pull: Option<Followed>,
+    /// Rendered blocks that could not be refreshed, or are no longer rendered.
+    pub notes: Vec<String>,
+}
+
 /// What the other layouts should do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Follow {
@@ -166,7 +177,7 @@ pub fn follow(
     what: Follow,
     session_id: Option<&str>,
     deadline: Option<Instant>,
-) -> (Vec<Followed>, Vec<String>) {
+) -> Following {
     let others = others(g, cwd, primary);
     let mut done: Vec<Followed> = Vec::new();
     let left = |d: Option<Instant>| d.map(|d| d.saturating_duration_since(Instant::now()));
@@ -196,6 +207,7 @@ pub fn follow(
                 .filter(|(i, _)| *i < last)
                 .map(|(_, o)| o.clone()),
         );
+        let mut primary_pull = None;
         for (agent, g2) in again {
             if out_of_time() {
                 break;
@@ -203,12 +215,20 @@ pub fn follow(
             let f = sync_layout(&g2, cwd, agent, Follow::Pull, None, left(deadline));
             match done.iter_mut().find(|d| d.agent == agent) {
                 Some(d) => d.pull = f.pull.or(d.pull.take()),
-                None => done.push(f),
+                None => primary_pull = Some(f),
             }
         }
+        return Following {
+            others: done,
+            primary_pull,
+            notes: refresh_rendered(g, cwd, primary),
+        };
     }
-    let notes = refresh_rendered(g, cwd, primary);
-    (done, notes)
+    Following {
+        others: done,
+        primary_pull: None,
+        notes: refresh_rendered(g, cwd, primary),
+    }
 }
 
 fn sync_layout(

@@ -84,7 +84,7 @@ pub fn session_end(g: &Global, deadline: Duration) {
                         None,
                         Some(started + deadline),
                     )
-                    .0
+                    .others
                 }
                 Err(_) => Vec::new(),
             };

@@ -77,7 +77,7 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
     // The primary's state lock is released first: following layouts may pull it again.
     let settings_snapshot = super::settings_at(g, cwd)?;
     drop(s.store);
-    let (followed, notes) = super::agents::follow(
+    let following = super::agents::follow(
         g,
         cwd,
         &settings_snapshot,
@@ -85,9 +85,12 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
         session_id.as_deref(),
         None,
     );
+    let (followed, notes) = (&following.others, &following.notes);
+    let again = following.primary_pull.as_ref();
     let problems = pull.as_ref().is_some_and(Report::has_problems)
         || push.as_ref().is_some_and(Report::has_problems)
-        || followed.iter().any(super::agents::Followed::has_problems);
+        || followed.iter().any(super::agents::Followed::has_problems)
+        || again.is_some_and(super::agents::Followed::has_problems);
     if g.json {
         let mut out = json!({ "project": s.project.as_str(), "team_dir": s.settings.team_dir, "pull": pull, "push": push });
         if !followed.is_empty() {
@@ -95,6 +98,10 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
         }
         if !notes.is_empty() {
             out["notes"] = json!(notes);
+        }
+        if let Some(f) = again {
+            // Pulled again after another layout pushed, so every layout is at one revision.
+            out["pull_after_layouts"] = json!(f.pull);
         }
         if let Some(r) = &push {
             // What became proposals, where SPEC §11 has it: at the top.
@@ -110,11 +117,11 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
         }
     }
     if !g.json && (!g.quiet || problems) {
-        for f in &followed {
+        for f in followed.iter().chain(again) {
             println!("  {}", f.line());
         }
     }
-    for n in &notes {
+    for n in notes {
         eprintln!("memsync: {n}");
     }
     Ok(u8::from(problems))
