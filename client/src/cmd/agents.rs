@@ -76,6 +76,15 @@ fn others(g: &Global, cwd: &Path, primary: &Settings) -> Vec<(AgentId, Global)> 
     out
 }
 
+/// The hooks' part: pulls the other agents' layouts of the repository of `cwd` (for `g`'s
+/// agent) until `until`, and refreshes the rendered blocks.
+pub fn pull_others_until(g: &Global, cwd: &Path, until: Instant) -> Vec<Followed> {
+    match super::settings_at(g, cwd) {
+        Ok(settings) => follow(g, cwd, &settings, Follow::Pull, None, Some(until)).others,
+        Err(_) => Vec::new(),
+    }
+}
+
 /// What a sync did to one other agent's layout.
 #[derive(Debug, Serialize)]
 pub struct Followed {
@@ -382,22 +391,18 @@ pub fn refresh_rendered(g: &Global, cwd: &Path, primary: &Settings) -> Vec<Strin
     let mut changed = false;
     let files: Vec<(PathBuf, Rendered)> = reg.rendered.clone().into_iter().collect();
     for (file, entry) in files {
-        let text = match std::fs::read_to_string(&file) {
-            Ok(t) => t,
-            Err(_) => {
-                notes.push(format!(
-                    "{} is gone; memsync no longer renders the team index into it (`memsync render --agent {}` starts again)",
-                    file.display(),
-                    entry.agent
-                ));
-                reg.rendered.remove(&file);
-                changed = true;
-                continue;
+        // Gone, or the block taken out by hand: memsync stops rendering into it.
+        let text = std::fs::read_to_string(&file).ok();
+        let why = match &text {
+            None => Some("is gone"),
+            Some(t) if render::block_sha(t).is_none() && !t.contains(render::BEGIN) => {
+                Some("no longer holds memsync's block")
             }
+            Some(_) => None,
         };
-        if render::block_sha(&text).is_none() && !text.contains(render::BEGIN) {
+        if let Some(why) = why {
             notes.push(format!(
-                "memsync's block was taken out of {}; memsync no longer renders into it (`memsync render --agent {}` starts again)",
+                "{} {why}; memsync no longer renders the team index into it (`memsync render --agent {}` starts again)",
                 file.display(),
                 entry.agent
             ));

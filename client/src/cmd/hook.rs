@@ -74,20 +74,7 @@ pub fn session_end(g: &Global, deadline: Duration) {
         Ok(report) => {
             // The other agents' layouts of the repository get what was just pushed, in what is
             // left of the deadline.
-            let followed = match super::settings_at(g, &cwd) {
-                Ok(settings) => {
-                    super::agents::follow(
-                        g,
-                        &cwd,
-                        &settings,
-                        super::agents::Follow::Pull,
-                        None,
-                        Some(started + deadline),
-                    )
-                    .others
-                }
-                Err(_) => Vec::new(),
-            };
+            let followed = super::agents::pull_others_until(g, &cwd, started + deadline);
             if g.json {
                 println!(
                     "{}",
@@ -291,16 +278,7 @@ pub fn session_start(g: &Global, deadline: Duration, watch: bool) {
         context.push('\n');
     }
     // The other agents' layouts of the repository follow, in what is left of the deadline.
-    if let Ok(settings) = super::settings_at(g, &cwd) {
-        super::agents::follow(
-            g,
-            &cwd,
-            &settings,
-            super::agents::Follow::Pull,
-            None,
-            Some(started + deadline),
-        );
-    }
+    super::agents::pull_others_until(g, &cwd, started + deadline);
     println!("{}", agent(g).session_start_output(&context));
 }
 
