@@ -96,8 +96,10 @@ async fn wait_until_down_then_serving(c: &Client, since: Instant) -> (Instant, u
             if refused > 0 {
                 return (Instant::now(), refused);
             }
+            // A liveness bound, not a speed target: pooled backends of a SIGKILLed postmaster
+            // may answer for a while, longer on a loaded machine (once past 10 s in CI).
             assert!(
-                since.elapsed() < Duration::from_secs(10),
+                since.elapsed() < Duration::from_secs(30),
                 "the server never refused a request: the database did not go down"
             );
         } else {

@@ -602,12 +602,13 @@ impl Scratch {
 
     fn revision(&self) -> i64 {
         let root = self.home.path().join(".local/state/memsync");
+        // The project's state dir (beside it: `layouts/`, the registry of agent layouts).
         let dir = std::fs::read_dir(root)
             .unwrap()
             .flatten()
-            .next()
-            .unwrap()
-            .path();
+            .map(|e| e.path())
+            .find(|p| p.join("state.json").is_file())
+            .unwrap();
         let text = std::fs::read_to_string(dir.join("state.json")).unwrap();
         serde_json::from_str::<Value>(&text).unwrap()["revision"]
             .as_i64()
