@@ -377,7 +377,7 @@ fn ratio(a: usize, b: usize) -> f64 {
     if b == 0 { 1.0 } else { a as f64 / b as f64 }
 }
 
-/// The directory of a set shipped with the tests (`dev`, `heldout`, `heldout2`).
+/// The directory of a set shipped with the tests (`dev`, `heldout`, `heldout2`, `heldout3`).
 pub fn set_dir(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("feedback-eval")

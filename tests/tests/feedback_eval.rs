@@ -5,7 +5,9 @@
 //! change that loses ground shows. The held-out sets are scored and printed, never asserted: a
 //! test that failed on them would invite tuning on them. `heldout` was scored when the detector
 //! was done and once more after a change the regression corpus asked for; `heldout2`, written
-//! afterwards by someone who never saw the detector, was scored once, last.
+//! afterwards by someone who never saw the detector, was scored once, last. `heldout3`, written
+//! the same way (328 pairs), is checked for form only and not scored yet: it is kept for the next
+//! round of work on the detector, to be scored once when that is done.
 
 use memsync_e2e::feedback_eval::{EvalSet, Label, set_dir};
 
@@ -15,7 +17,7 @@ fn load(name: &str) -> EvalSet {
 
 #[test]
 fn the_sets_are_well_formed_and_large_enough() {
-    for name in ["dev", "heldout", "heldout2"] {
+    for name in ["dev", "heldout", "heldout2", "heldout3"] {
         let set = load(name);
         let count = |l: Label| set.labels.values().filter(|(x, _)| *x == l).count();
         assert!(set.topics >= 50, "{name}: {} topics", set.topics);

@@ -6,7 +6,7 @@
 //! `--explain NAME` shows how the checker reads one corpus memory (by its `name`);
 //! `--bench N` times N private × N team memories (the corpus, repeated).
 //!
-//! `--set dev|heldout|heldout2|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
+//! `--set dev|heldout|heldout2|heldout3|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
 //! cross-topic finding, with the label's reason and the finding's.
 
@@ -94,7 +94,7 @@ fn kind_of_kind(k: Option<feedback::Kind>) -> &'static str {
 
 fn score_set(which: &str, misses: bool) {
     let dir = match which {
-        "dev" | "heldout" | "heldout2" => feedback_eval::set_dir(which),
+        "dev" | "heldout" | "heldout2" | "heldout3" => feedback_eval::set_dir(which),
         other => other.into(),
     };
     let set = match EvalSet::load(&dir) {
