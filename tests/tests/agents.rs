@@ -669,3 +669,57 @@ async fn auto_installs_for_every_agent_in_the_repository_and_a_push_sends_every_
     ok(&ann, &["pull"]);
     assert!(ann.read("from-codex.md").is_some() && ann.read("from-gemini.md").is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_the_session_end_deadline_cuts_short_is_finished_in_the_background() {
+    let (server, _db) = Server::start().await;
+    let ann = User::new(&server, "ann", &["acme:admin"], ORIGIN);
+    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
+    ann.write("start.md", &mem("start", "Where the team starts.\n"));
+    ok(&ann, &["push"]);
+    ok(&bob, &["--agent", "codex", "pull"]);
+    let dir = PathBuf::from(
+        ok(&bob, &["--agent", "codex", "status", "--offline", "--json"]).json()["team_dir"]
+            .as_str()
+            .unwrap(),
+    );
+    let note = mem("late", "Written just before the session ended.\n");
+    std::fs::write(dir.join("late.md"), &note).unwrap();
+    // Codex gives a SessionEnd hook 3 s at most; here the deadline is far shorter than any push.
+    let input = json!({"session_id": "s-late", "transcript_path": "/tmp/t.jsonl", "cwd": bob.repo,
+                       "hook_event_name": "SessionEnd", "reason": "other"});
+    let r = bob.run_stdin(
+        &[
+            "hook",
+            "session-end",
+            "--agent",
+            "codex",
+            "--deadline",
+            "1ms",
+            "--json",
+        ],
+        &input.to_string(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = r.json();
+    assert_eq!(out["pushed"], false, "{out}");
+    assert!(out["background_push"].as_u64().is_some(), "{out}");
+    assert!(
+        r.stderr.contains("a background `memsync push`"),
+        "{}",
+        r.stderr
+    );
+    let mut arrived = None;
+    for _ in 0..300 {
+        ok(&ann, &["pull"]);
+        arrived = ann.read("late.md");
+        if arrived.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(arrived.as_deref(), Some(note.as_str()));
+    // With the session's id in its provenance, as the hook's own push would have.
+    let h = ok(&ann, &["admin", "history", "late.md", "--json"]);
+    assert!(h.stdout.contains("s-late"), "{}", h.stdout);
+}

@@ -70,6 +70,7 @@ pub fn session_end(g: &Global, deadline: Duration) {
     // session's last word.
     let watch = stop_watcher(g, &cwd, session_id.as_deref());
     let started = Instant::now();
+    let session_id_for_push = session_id.clone();
     match push_at_end(g, &cwd, deadline, started, session_id) {
         Ok(report) => {
             // The other agents' layouts of the repository get what was just pushed, in what is
@@ -88,7 +89,27 @@ pub fn session_end(g: &Global, deadline: Duration) {
                 eprintln!("memsync: {}", f.line());
             }
         }
-        Err(message) => {
+        Err(EndError::Late(message)) => {
+            // The agent gives the hook little time (Codex: 3 s); the push is finished in the
+            // background instead of waiting for the next session's end.
+            let handed = hand_off_push(g, &cwd, session_id_for_push.as_deref());
+            if g.json {
+                println!(
+                    "{}",
+                    json!({ "pushed": false, "error": message, "watch_stopped": watch,
+                            "background_push": handed.as_ref().ok() })
+                );
+            }
+            match handed {
+                Ok(pid) => eprintln!(
+                    "memsync: team memory was not pushed within the session's end ({message}); a background `memsync push` (pid {pid}, log push.log in the project's state dir) sends it now"
+                ),
+                Err(e) => eprintln!(
+                    "memsync: team memory was not pushed at the end of this session: {message}; nor could a background push start ({e}); the changes stay in the team dir and go with the next `memsync push`"
+                ),
+            }
+        }
+        Err(EndError::Failed(message)) => {
             if g.json {
                 println!(
                     "{}",
@@ -100,6 +121,16 @@ pub fn session_end(g: &Global, deadline: Duration) {
             );
         }
     }
+}
+
+/// Starts `memsync push` for the session, detached; its pid.
+fn hand_off_push(g: &Global, cwd: &Path, session_id: Option<&str>) -> Result<u32, String> {
+    let settings = super::settings_at(g, cwd).map_err(|f| f.message)?;
+    let mut args: Vec<String> = vec!["push".into(), "--quiet".into()];
+    if let Some(id) = session_id {
+        args.extend(["--session-id".into(), id.to_owned()]);
+    }
+    detached(g, cwd, &settings.state_dir, "push.log", &args)
 }
 
 /// How long the SessionEnd hook lets the session's watcher finish before it kills it.
@@ -150,39 +181,54 @@ fn spawn_watcher(
     cwd: &Path,
     session_id: Option<&str>,
 ) -> Result<(u32, PathBuf, bool), String> {
-    use std::os::unix::process::CommandExt;
     let settings = super::settings_at(g, cwd).map_err(|f| f.message)?;
     super::require_project(&settings).map_err(|f| f.message)?;
     let dir = &settings.state_dir;
     if let Some(info) = memsync::watch::running(dir) {
         return Ok((info.pid, settings.team_dir, false));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let log_path = dir.join(memsync::watch::LOG_FILE);
-    if std::fs::metadata(&log_path).is_ok_and(|m| m.len() > memsync::watch::LOG_ROTATE_BYTES) {
-        let _ = std::fs::rename(
-            &log_path,
-            dir.join(format!("{}.1", memsync::watch::LOG_FILE)),
-        );
+    let mut args: Vec<String> = vec![
+        "watch".into(),
+        "--until-pid".into(),
+        memsync::watch::agent_pid().to_string(),
+    ];
+    if let Some(id) = session_id {
+        args.extend(["--session-id".into(), id.to_owned()]);
     }
-    let log = std::fs::File::options()
+    let pid = detached(g, cwd, dir, memsync::watch::LOG_FILE, &args)?;
+    Ok((pid, settings.team_dir, true))
+}
+
+/// Starts `memsync <args>` (with this command's global settings) detached from the agent: in its
+/// own process group, stdin from `/dev/null`, output appended to `log` in `state_dir` (moved to
+/// `<log>.1` past 1 MiB). Not waited for. Its pid.
+fn detached(
+    g: &Global,
+    cwd: &Path,
+    state_dir: &Path,
+    log: &str,
+    args: &[String],
+) -> Result<u32, String> {
+    use std::os::unix::process::CommandExt;
+    let dir = state_dir;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let log_path = dir.join(log);
+    if std::fs::metadata(&log_path).is_ok_and(|m| m.len() > memsync::watch::LOG_ROTATE_BYTES) {
+        let _ = std::fs::rename(&log_path, dir.join(format!("{log}.1")));
+    }
+    let out = std::fs::File::options()
         .create(true)
         .append(true)
         .open(&log_path)
         .map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let log2 = log
+    let err = out
         .try_clone()
         .map_err(|e| format!("{}: {e}", log_path.display()))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot tell where memsync is: {e}"))?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg("watch")
-        .arg("--until-pid")
-        .arg(memsync::watch::agent_pid().to_string())
+    cmd.args(args)
         .arg("--timeout")
         .arg(humantime::format_duration(g.timeout).to_string());
-    if let Some(id) = session_id {
-        cmd.arg("--session-id").arg(id);
-    }
     if let Some(crate::AgentChoice::One(a)) = g.agent {
         cmd.arg("--agent").arg(a.as_str());
     }
@@ -205,17 +251,24 @@ fn spawn_watcher(
     }
     cmd.current_dir(cwd)
         .stdin(std::process::Stdio::null())
-        .stdout(log)
-        .stderr(log2)
-        // Its own process group: a signal to the agent's group (Ctrl-C) is not its stop; the
-        // agent's exit (`--until-pid`) and the SessionEnd hook are.
+        .stdout(out)
+        .stderr(err)
+        // Its own process group: a signal to the agent's group (Ctrl-C) does not stop it.
         .process_group(0);
     // Not waited for: it outlives this hook by design, and init reaps it.
     #[allow(clippy::zombie_processes)]
     let child = cmd
         .spawn()
-        .map_err(|e| format!("cannot start memsync watch: {e}"))?;
-    Ok((child.id(), settings.team_dir, true))
+        .map_err(|e| format!("cannot start memsync {}: {e}", args[0]))?;
+    Ok(child.id())
+}
+
+/// Why a session-end push did not happen.
+enum EndError {
+    /// It ran out of time (the deadline, or a server that did not answer): worth finishing in
+    /// the background.
+    Late(String),
+    Failed(String),
 }
 
 fn push_at_end(
@@ -224,20 +277,28 @@ fn push_at_end(
     deadline: Duration,
     started: Instant,
     session_id: Option<String>,
-) -> Result<Report, String> {
+) -> Result<Report, EndError> {
+    use memsync::api::ApiError;
+    use memsync::sync::SyncError;
+    let failed = |f: super::Fail| EndError::Failed(f.message);
     let lock_wait = deadline.saturating_sub(started.elapsed());
-    let s = session(g, cwd, lock_wait).map_err(|f| f.message)?;
-    let mut state = s.load_state().map_err(|f| f.message)?;
+    let s = session(g, cwd, lock_wait).map_err(failed)?;
+    let mut state = s.load_state().map_err(failed)?;
     let api = s.api.clone().with_deadline(started + deadline);
     let prog = |_: usize, _: usize| {};
     let mut engine = s.engine(&api, &prog);
     engine.session_id = session_id;
-    let rt = runtime().map_err(|f| f.message)?;
+    let rt = runtime().map_err(failed)?;
     let left = deadline.saturating_sub(started.elapsed());
     match rt.block_on(async { tokio::time::timeout(left, engine.push(&mut state, false)).await }) {
         Ok(Ok(report)) => Ok(report),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("the server did not answer within {deadline:?}")),
+        Ok(Err(e @ SyncError::Api(ApiError::Timeout(_) | ApiError::Uncertain { .. }))) => {
+            Err(EndError::Late(e.to_string()))
+        }
+        Ok(Err(e)) => Err(EndError::Failed(e.to_string())),
+        Err(_) => Err(EndError::Late(format!(
+            "the server did not answer within {deadline:?}"
+        ))),
     }
 }
 
