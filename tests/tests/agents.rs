@@ -658,6 +658,29 @@ async fn auto_installs_for_every_agent_in_the_repository_and_a_push_sends_every_
         .map(|a| layout_revision(&bob, a))
         .collect();
     assert!(revs.windows(2).all(|w| w[0] == w[1]), "{revs:?}");
+    // `status` shows the other layouts, read from disk.
+    let st = ok(&bob, &["status", "--offline", "--json"]).json();
+    let layouts = st["layouts"].as_array().unwrap_or_else(|| panic!("{st}"));
+    assert_eq!(layouts.len(), 2, "{st}");
+    for l in layouts {
+        assert_eq!(l["revision"], st["revision"], "{st}");
+        assert_eq!(l["ahead"], 0, "{st}");
+    }
+    std::fs::write(
+        codex_dir.join("draft.md"),
+        mem("draft", "Not pushed yet.\n"),
+    )
+    .unwrap();
+    let st = ok(&bob, &["status", "--offline"]);
+    assert!(
+        st.stdout.contains("codex layout (")
+            && st
+                .stdout
+                .contains("1 local change(s) to push (`memsync --agent codex status`)"),
+        "{}",
+        st.stdout
+    );
+    std::fs::remove_file(codex_dir.join("draft.md")).unwrap();
     let gemini = std::fs::read_to_string(bob.repo.join("GEMINI.md")).unwrap();
     assert!(gemini.contains("from-codex.md"), "{gemini}");
     // Nothing left to send anywhere: each memory went once.

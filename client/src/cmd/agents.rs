@@ -85,6 +85,44 @@ pub fn pull_others_until(g: &Global, cwd: &Path, until: Instant) -> Vec<Followed
     }
 }
 
+/// Another agent's layout as `status` shows it, read from disk only.
+#[derive(Debug, Serialize)]
+pub struct LayoutStatus {
+    pub agent: AgentId,
+    pub team_dir: PathBuf,
+    /// The revision its last sync recorded (None: never synced).
+    pub revision: Option<i64>,
+    /// Local changes waiting for a push (modified, new, deleted files).
+    pub ahead: usize,
+    /// Open conflicts.
+    pub conflicts: usize,
+}
+
+/// The other agents' layouts of `primary`'s repository, from their state on disk (no server,
+/// no lock).
+pub fn layout_statuses(g: &Global, cwd: &Path, primary: &Settings) -> Vec<LayoutStatus> {
+    others(g, cwd, primary)
+        .into_iter()
+        .filter_map(|(agent, g2)| {
+            let s = super::settings_at(&g2, cwd).ok()?;
+            let state = memsync::state::StateStore::peek(&s.state_dir);
+            let local = state.as_ref().and_then(|st| {
+                let team = memsync::fsops::TeamDir::open(&s.team_dir).ok()?;
+                memsync::sync::local_status(&team, st).ok()
+            });
+            Some(LayoutStatus {
+                agent,
+                revision: state.as_ref().map(|st| st.revision),
+                ahead: local
+                    .as_ref()
+                    .map_or(0, |l| l.modified.len() + l.added.len() + l.deleted.len()),
+                conflicts: local.as_ref().map_or(0, |l| l.conflicts.len()),
+                team_dir: s.team_dir,
+            })
+        })
+        .collect()
+}
+
 /// What a sync did to one other agent's layout.
 #[derive(Debug, Serialize)]
 pub struct Followed {

@@ -332,6 +332,7 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
     let behind = server_revision.map(|r| r > state.revision);
     let problems =
         !local.conflicts.is_empty() || !local.refused.is_empty() || !local.skipped.is_empty();
+    let layouts = super::agents::layout_statuses(g, cwd, &s.settings);
     if g.json {
         println!(
             "{}",
@@ -347,6 +348,7 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
                     "created_at": p.created_at,
                 })).collect::<Vec<_>>()),
                 "proposals_error": proposals_error,
+                "layouts": layouts,
             })
         );
     } else {
@@ -368,6 +370,24 @@ pub fn status(g: &Global, cwd: &Path, offline: bool) -> Result<u8, Fail> {
         if review == Some(memsync_core::wire::ReviewMode::Required) {
             println!(
                 "  review required: a push by a member who is not a reviewer waits for a reviewer's approval"
+            );
+        }
+        for l in &layouts {
+            let at = l
+                .revision
+                .map_or_else(|| "never synced".to_owned(), |r| format!("revision {r}"));
+            let mut extra = String::new();
+            if l.ahead > 0 {
+                extra.push_str(&format!(", {} local change(s) to push", l.ahead));
+            }
+            if l.conflicts > 0 {
+                extra.push_str(&format!(", {} conflict(s)", l.conflicts));
+            }
+            println!(
+                "  {} layout ({}): {at}{extra} (`memsync --agent {} status`)",
+                l.agent,
+                l.team_dir.display(),
+                l.agent
             );
         }
         for p in &local.modified {
