@@ -64,6 +64,17 @@ pub(crate) struct Global {
     pub(crate) agent: Option<AgentChoice>,
 }
 
+impl Global {
+    /// The agent whose layout the command works on: `--agent NAME`, else Claude Code (also
+    /// for `auto`, which only `install-hook` takes).
+    pub(crate) fn agent_id(&self) -> memsync::agent::AgentId {
+        match self.agent {
+            Some(AgentChoice::One(a)) => a,
+            _ => memsync::agent::AgentId::Claude,
+        }
+    }
+}
+
 /// `--agent NAME` or `--agent auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AgentChoice {

@@ -24,14 +24,6 @@ const NOTICE_LINES: usize = 10;
 /// pipe; a terminal, or a pipe nobody closes, must not hold the session.
 const INPUT_WAIT: Duration = Duration::from_secs(1);
 
-/// The agent whose hook this is.
-fn agent(g: &Global) -> &'static dyn memsync::agent::Agent {
-    match g.agent {
-        Some(crate::AgentChoice::One(a)) => a.adapter(),
-        _ => memsync::agent::AgentId::Claude.adapter(),
-    }
-}
-
 /// The hook's JSON on stdin (anything else reads as no input) and the directory it is about:
 /// its `cwd`, else ours.
 fn hook_input(g: &Global) -> (memsync::agent::HookInput, PathBuf) {
@@ -49,7 +41,7 @@ fn hook_input(g: &Global) -> (memsync::agent::HookInput, PathBuf) {
         });
         rx.recv_timeout(INPUT_WAIT).unwrap_or_default()
     };
-    let parsed = agent(g).hook_input(&input);
+    let parsed = g.agent_id().adapter().hook_input(&input);
     let cwd = parsed
         .cwd
         .clone()
@@ -340,7 +332,7 @@ pub fn session_start(g: &Global, deadline: Duration, watch: bool) {
     }
     // The other agents' layouts of the repository follow, in what is left of the deadline.
     super::agents::pull_others_until(g, &cwd, started + deadline);
-    println!("{}", agent(g).session_start_output(&context));
+    println!("{}", g.agent_id().adapter().session_start_output(&context));
 }
 
 fn hook_context(

@@ -139,10 +139,7 @@ pub fn overrides(g: &Global) -> Overrides {
         project: g.project.clone(),
         private_dir: g.private_dir.clone(),
         team_dir: g.team_dir.clone(),
-        agent: match g.agent {
-            Some(crate::AgentChoice::One(a)) => a,
-            _ => memsync::agent::AgentId::Claude,
-        },
+        agent: g.agent_id(),
     }
 }
 
