@@ -95,7 +95,7 @@ pub struct Repo {
 }
 
 /// Everything a command needs to know about where it works, fully resolved.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     /// Normalised: `http://` or `https://`, no trailing `/`.
     pub server: Option<String>,

@@ -13,7 +13,7 @@ use memsync::sync::Report;
 use serde::Serialize;
 use serde_json::json;
 
-use super::{Fail, OK, runtime, session};
+use super::{Fail, OK, runtime, session_with};
 use crate::{AgentChoice, Global};
 
 /// The registry of the layouts of `settings`' repository (or directory).
@@ -35,14 +35,13 @@ pub fn register(settings: &Settings) {
     }
 }
 
-fn load_registry(settings: &Settings) -> Layouts {
-    registry(settings)
-        .and_then(|p| {
-            Layouts::load(&p)
-                .map_err(|e| eprintln!("memsync: {e}"))
-                .ok()
-        })
-        .unwrap_or_default()
+/// The registry of `settings`' repository, and where it is (None: no state dir).
+fn load_registry(settings: &Settings) -> Option<(PathBuf, Layouts)> {
+    let path = registry(settings)?;
+    let reg = Layouts::load(&path)
+        .map_err(|e| eprintln!("memsync: {e}"))
+        .ok()?;
+    Some((path, reg))
 }
 
 /// `g` working on another agent's layout.
@@ -53,13 +52,16 @@ fn with_agent(g: &Global, agent: AgentId) -> Global {
     }
 }
 
-/// The other agents' layouts registered for the repository of `primary`, each with a team dir
-/// of its own (agents sharing the primary's team dir, through MEMSYNC_TEAM_DIR or
+/// One agent's layout: its agent, `g` working on it, and its settings.
+type Layout = (AgentId, Global, Settings);
+
+/// The other agents' layouts in `reg`, the registry of `primary`'s repository, each with a team
+/// dir of its own (agents sharing the primary's team dir, through MEMSYNC_TEAM_DIR or
 /// `.memsync.toml`, are the same layout).
-fn others(g: &Global, cwd: &Path, primary: &Settings) -> Vec<(AgentId, Global)> {
+fn others(g: &Global, cwd: &Path, primary: &Settings, reg: &Layouts) -> Vec<Layout> {
     let mut seen = vec![primary.team_dir.clone()];
     let mut out = Vec::new();
-    for agent in load_registry(primary).agents {
+    for &agent in &reg.agents {
         if agent == primary.agent {
             continue;
         }
@@ -67,7 +69,7 @@ fn others(g: &Global, cwd: &Path, primary: &Settings) -> Vec<(AgentId, Global)> 
         match super::settings_at(&g2, cwd) {
             Ok(s) if !seen.contains(&s.team_dir) => {
                 seen.push(s.team_dir.clone());
-                out.push((agent, g2));
+                out.push((agent, g2, s));
             }
             Ok(_) => {}
             Err(f) => eprintln!("memsync: the {agent} layout: {}", f.message),
@@ -101,16 +103,18 @@ pub struct LayoutStatus {
 /// The other agents' layouts of `primary`'s repository, from their state on disk (no server,
 /// no lock).
 pub fn layout_statuses(g: &Global, cwd: &Path, primary: &Settings) -> Vec<LayoutStatus> {
-    others(g, cwd, primary)
+    let Some((_, reg)) = load_registry(primary) else {
+        return Vec::new();
+    };
+    others(g, cwd, primary, &reg)
         .into_iter()
-        .filter_map(|(agent, g2)| {
-            let s = super::settings_at(&g2, cwd).ok()?;
+        .map(|(agent, _, s)| {
             let state = memsync::state::StateStore::peek(&s.state_dir);
             let local = state.as_ref().and_then(|st| {
                 let team = memsync::fsops::TeamDir::open(&s.team_dir).ok()?;
                 memsync::sync::local_status(&team, st).ok()
             });
-            Some(LayoutStatus {
+            LayoutStatus {
                 agent,
                 revision: state.as_ref().map(|st| st.revision),
                 ahead: local
@@ -118,7 +122,7 @@ pub fn layout_statuses(g: &Global, cwd: &Path, primary: &Settings) -> Vec<Layout
                     .map_or(0, |l| l.modified.len() + l.added.len() + l.deleted.len()),
                 conflicts: local.as_ref().map_or(0, |l| l.conflicts.len()),
                 team_dir: s.team_dir,
-            })
+            }
         })
         .collect()
 }
@@ -214,9 +218,9 @@ pub enum Follow {
 
 /// Brings the other agents' layouts of `primary`'s repository along with a sync of `primary`:
 /// pulls each (pushes first, for `Push`/`Both`), then, when any of them pushed, pulls the
-/// primary and the rest again so every layout reflects the same revision. `primary_pushed`: the
-/// primary's own push created a revision. Stops starting new work past `deadline`. Then
-/// refreshes every rendered instruction block.
+/// primary and the layouts synced before the last pusher again, so every layout reflects the
+/// same revision. Stops starting new work past `deadline`. Then refreshes every rendered
+/// instruction block.
 pub fn follow(
     g: &Global,
     cwd: &Path,
@@ -225,78 +229,67 @@ pub fn follow(
     session_id: Option<&str>,
     deadline: Option<Instant>,
 ) -> Following {
-    let others = others(g, cwd, primary);
+    let Some((reg_path, reg)) = load_registry(primary) else {
+        return Following::default();
+    };
+    let others = others(g, cwd, primary, &reg);
     let mut done: Vec<Followed> = Vec::new();
     let left = |d: Option<Instant>| d.map(|d| d.saturating_duration_since(Instant::now()));
     let out_of_time = || left(deadline).is_some_and(|l| l.is_zero());
-    for (agent, g2) in &others {
+    for (agent, g2, s) in &others {
         if out_of_time() {
             break;
         }
         done.push(sync_layout(
             g2,
-            cwd,
             *agent,
+            s.clone(),
             what,
             session_id,
             left(deadline),
         ));
     }
     let pushed = |f: &Followed| f.push.as_ref().is_some_and(|r| r.pushed_revision.is_some());
-    if done.iter().any(pushed) && !out_of_time() {
-        // Every layout but the last pusher's misses a push made after it was pulled.
-        let last = done.iter().rposition(pushed).unwrap_or(0);
-        let mut again = vec![(primary.agent, g.clone())];
-        again.extend(
-            others
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i < last)
-                .map(|(_, o)| o.clone()),
-        );
-        let mut primary_pull = None;
-        for (agent, g2) in again {
+    let mut primary_pull = None;
+    if let Some(last) = done.iter().rposition(pushed) {
+        // Every layout synced before the last pusher (the primary first) misses its push.
+        let primary_layout = (primary.agent, g.clone(), primary.clone());
+        for (agent, g2, s) in std::iter::once(primary_layout).chain(others.into_iter().take(last)) {
             if out_of_time() {
                 break;
             }
-            let f = sync_layout(&g2, cwd, agent, Follow::Pull, None, left(deadline));
+            let f = sync_layout(&g2, agent, s, Follow::Pull, None, left(deadline));
             match done.iter_mut().find(|d| d.agent == agent) {
                 Some(d) => d.pull = f.pull.or(d.pull.take()),
                 None => primary_pull = Some(f),
             }
         }
-        return Following {
-            others: done,
-            primary_pull,
-            notes: refresh_rendered(g, cwd, primary),
-        };
     }
     Following {
         others: done,
-        primary_pull: None,
-        notes: refresh_rendered(g, cwd, primary),
+        primary_pull,
+        notes: refresh_rendered(g, cwd, &reg_path, reg),
     }
 }
 
 fn sync_layout(
     g: &Global,
-    cwd: &Path,
     agent: AgentId,
+    settings: Settings,
     what: Follow,
     session_id: Option<&str>,
     limit: Option<Duration>,
 ) -> Followed {
     let mut f = Followed {
         agent,
-        team_dir: PathBuf::new(),
+        team_dir: settings.team_dir.clone(),
         pull: None,
         push: None,
         error: None,
     };
     let run = |f: &mut Followed| -> Result<(), String> {
         let wait = limit.unwrap_or(super::LOCK_WAIT);
-        let s = session(g, cwd, wait).map_err(|e| e.message)?;
-        f.team_dir = s.settings.team_dir.clone();
+        let s = session_with(g, settings, wait).map_err(|e| e.message)?;
         let mut state = s.load_state().map_err(|e| e.message)?;
         let api = match limit {
             Some(l) => s.api.clone().with_deadline(Instant::now() + l),
@@ -327,11 +320,6 @@ fn sync_layout(
     };
     if let Err(e) = run(&mut f) {
         f.error = Some(e);
-    }
-    if f.team_dir.as_os_str().is_empty()
-        && let Ok(s) = super::settings_at(g, cwd)
-    {
-        f.team_dir = s.team_dir;
     }
     f
 }
@@ -415,13 +403,7 @@ fn write_block(
 
 /// Rewrites every rendered block of the repository from its agent's team dir; one line per
 /// block that could not be refreshed (or that the user took out: then it is forgotten).
-pub fn refresh_rendered(g: &Global, cwd: &Path, primary: &Settings) -> Vec<String> {
-    let Some(path) = registry(primary) else {
-        return Vec::new();
-    };
-    let Ok(mut reg) = Layouts::load(&path) else {
-        return Vec::new();
-    };
+fn refresh_rendered(g: &Global, cwd: &Path, path: &Path, mut reg: Layouts) -> Vec<String> {
     if reg.rendered.is_empty() {
         return Vec::new();
     }
@@ -471,7 +453,7 @@ pub fn refresh_rendered(g: &Global, cwd: &Path, primary: &Settings) -> Vec<Strin
             Err(e) => notes.push(e),
         }
     }
-    if changed && let Err(e) = reg.save(&path) {
+    if changed && let Err(e) = reg.save(path) {
         notes.push(e.to_string());
     }
     notes

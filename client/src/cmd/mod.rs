@@ -260,7 +260,11 @@ impl Session {
 pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 
 pub fn session(g: &Global, cwd: &Path, lock_wait: Duration) -> Result<Session, Fail> {
-    let settings = settings_at(g, cwd)?;
+    session_with(g, settings_at(g, cwd)?, lock_wait)
+}
+
+/// A session on settings already resolved.
+pub fn session_with(g: &Global, settings: Settings, lock_wait: Duration) -> Result<Session, Fail> {
     let project = require_project(&settings)?;
     let api = api_client_within(g, &settings, lock_wait)?;
     let team = TeamDir::open(&settings.team_dir).map_err(Fail::env)?;

@@ -75,16 +75,8 @@ pub fn run(g: &Global, cwd: &Path, what: Direction) -> Result<u8, Fail> {
     let session_id = engine.session_id.clone();
     drop(engine);
     // The primary's state lock is released first: following layouts may pull it again.
-    let settings_snapshot = super::settings_at(g, cwd)?;
     drop(s.store);
-    let following = super::agents::follow(
-        g,
-        cwd,
-        &settings_snapshot,
-        follow,
-        session_id.as_deref(),
-        None,
-    );
+    let following = super::agents::follow(g, cwd, &s.settings, follow, session_id.as_deref(), None);
     let (followed, notes) = (&following.others, &following.notes);
     let again = following.primary_pull.as_ref();
     let problems = pull.as_ref().is_some_and(Report::has_problems)
