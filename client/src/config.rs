@@ -413,6 +413,20 @@ pub fn claude_dir(env: &dyn Env) -> Option<PathBuf> {
     }
 }
 
+/// Whether `p` is a file someone may execute.
+pub fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The first executable file named `program` in `$PATH`, as a shell would find it.
+pub fn find_on_path(env: &dyn Env, program: &str) -> Option<PathBuf> {
+    let path = env.var("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| is_executable(p))
+}
+
 /// `$XDG_STATE_HOME/memsync`, else `$HOME/.local/state/memsync`.
 pub fn state_root(env: &dyn Env) -> Option<PathBuf> {
     xdg(env, "XDG_STATE_HOME")
@@ -656,21 +670,7 @@ pub fn resolve(cwd: &Path, flags: &Overrides, env: &dyn Env) -> Result<Settings,
     let private_dir = match dir_setting(&flags.private_dir, ENV_PRIVATE_DIR, &file.private_dir)? {
         Some(dir) => dir,
         None => {
-            use crate::agent::AgentId;
-            let (what, alternative) = match flags.agent {
-                AgentId::Claude => (
-                    "Claude Code's memory directory",
-                    "set CLAUDE_CONFIG_DIR or MEMSYNC_PRIVATE_DIR",
-                ),
-                AgentId::Codex => (
-                    "the memory directory memsync keeps for Codex CLI",
-                    "set CODEX_HOME or MEMSYNC_PRIVATE_DIR",
-                ),
-                AgentId::Gemini | AgentId::Copilot => (
-                    "the memory directory memsync keeps for the agent",
-                    "set MEMSYNC_PRIVATE_DIR",
-                ),
-            };
+            let (what, alternative) = flags.agent.adapter().home_missing();
             let dir = flags
                 .agent
                 .adapter()

@@ -67,6 +67,12 @@ impl Agent for Claude {
                 .join("memory"),
         )
     }
+    fn home_missing(&self) -> (&'static str, &'static str) {
+        (
+            "Claude Code's memory directory",
+            "set CLAUDE_CONFIG_DIR or MEMSYNC_PRIVATE_DIR",
+        )
+    }
     fn hooks(&self) -> Option<&'static HookSpec> {
         Some(&HOOKS)
     }

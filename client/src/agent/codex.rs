@@ -72,6 +72,12 @@ impl Agent for Codex {
     fn home(&self, env: &dyn Env) -> Option<PathBuf> {
         codex_home(env)
     }
+    fn home_missing(&self) -> (&'static str, &'static str) {
+        (
+            "the memory directory memsync keeps for Codex CLI",
+            "set CODEX_HOME or MEMSYNC_PRIVATE_DIR",
+        )
+    }
     fn hooks(&self) -> Option<&'static HookSpec> {
         Some(&HOOKS)
     }
@@ -310,10 +316,7 @@ pub fn find_codex(env: &dyn Env) -> Option<PathBuf> {
     if let Some(p) = env.var("MEMSYNC_CODEX").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let path = env.var("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("codex"))
-        .find(|p| p.is_file())
+    crate::config::find_on_path(env, "codex")
 }
 
 #[cfg(test)]

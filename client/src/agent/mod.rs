@@ -73,8 +73,8 @@ impl AgentId {
         match self {
             AgentId::Claude => &claude::Claude,
             AgentId::Codex => &codex::Codex,
-            AgentId::Gemini => &Gemini,
-            AgentId::Copilot => &Copilot,
+            AgentId::Gemini => &GEMINI,
+            AgentId::Copilot => &COPILOT,
         }
     }
 }
@@ -118,6 +118,15 @@ pub trait Agent: Sync {
                 .join("projects")
                 .join(crate::config::claude_project_key(project_root))
                 .join("memory"),
+        )
+    }
+
+    /// When [`Agent::private_dir`] has no home to start from: what could not be located, and
+    /// what the user can set instead (for `ConfigError::HomeMissing`).
+    fn home_missing(&self) -> (&'static str, &'static str) {
+        (
+            "the memory directory memsync keeps for the agent",
+            "set MEMSYNC_PRIVATE_DIR",
         )
     }
 
@@ -178,54 +187,53 @@ pub trait Agent: Sync {
     }
 }
 
-/// `$HOME/<name>`.
-fn home_subdir(env: &dyn Env, name: &str) -> Option<PathBuf> {
-    env.var("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(name))
+/// An agent memsync serves through its instruction file only (`memsync render`): no session
+/// hook memsync relies on yet.
+pub struct InstructionOnly {
+    id: AgentId,
+    name: &'static str,
+    /// Its configuration directory under `$HOME`.
+    home_dir: &'static str,
+    instruction_file: &'static str,
+    markers: &'static [&'static str],
 }
 
-/// Gemini CLI: no session hook memsync relies on yet; `memsync render` writes the team index
-/// into `GEMINI.md`, which it reads at start.
-pub struct Gemini;
+/// Gemini CLI: the team index goes into `GEMINI.md`, which it reads at start.
+pub const GEMINI: InstructionOnly = InstructionOnly {
+    id: AgentId::Gemini,
+    name: "Gemini CLI",
+    home_dir: ".gemini",
+    instruction_file: "GEMINI.md",
+    markers: &[".gemini", "GEMINI.md"],
+};
 
-impl Agent for Gemini {
+/// GitHub Copilot CLI: the team index goes into `.github/copilot-instructions.md`, which it
+/// reads at start.
+pub const COPILOT: InstructionOnly = InstructionOnly {
+    id: AgentId::Copilot,
+    name: "GitHub Copilot CLI",
+    home_dir: ".copilot",
+    instruction_file: ".github/copilot-instructions.md",
+    markers: &[".github/copilot-instructions.md", ".github/instructions"],
+};
+
+impl Agent for InstructionOnly {
     fn id(&self) -> AgentId {
-        AgentId::Gemini
+        self.id
     }
     fn name(&self) -> &'static str {
-        "Gemini CLI"
+        self.name
     }
     fn home(&self, env: &dyn Env) -> Option<PathBuf> {
-        home_subdir(env, ".gemini")
+        env.var("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| PathBuf::from(h).join(self.home_dir))
     }
     fn instruction_file(&self) -> &'static str {
-        "GEMINI.md"
+        self.instruction_file
     }
     fn repo_markers(&self) -> &'static [&'static str] {
-        &[".gemini", "GEMINI.md"]
-    }
-}
-
-/// GitHub Copilot CLI: `memsync render` writes the team index into
-/// `.github/copilot-instructions.md`, which it reads at start.
-pub struct Copilot;
-
-impl Agent for Copilot {
-    fn id(&self) -> AgentId {
-        AgentId::Copilot
-    }
-    fn name(&self) -> &'static str {
-        "GitHub Copilot CLI"
-    }
-    fn home(&self, env: &dyn Env) -> Option<PathBuf> {
-        home_subdir(env, ".copilot")
-    }
-    fn instruction_file(&self) -> &'static str {
-        ".github/copilot-instructions.md"
-    }
-    fn repo_markers(&self) -> &'static [&'static str] {
-        &[".github/copilot-instructions.md", ".github/instructions"]
+        self.markers
     }
 }
 

@@ -506,15 +506,7 @@ fn hook_binary(program: &str, install: &str, check: &'static str, agent: &str) -
     let reinstall =
         format!("{install}   (writes the absolute path of the memsync you run it with)");
     if !program.contains('/') {
-        let on_path = std::env::var_os("PATH")
-            .map(|p| {
-                std::env::split_paths(&p)
-                    .map(|d| d.join(program))
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default()
-            .into_iter()
-            .find(|p| is_executable(p));
+        let on_path = memsync::config::find_on_path(&ProcessEnv, program);
         return match on_path {
             Some(p) => bad(
                 check,
@@ -541,7 +533,7 @@ fn hook_binary(program: &str, install: &str, check: &'static str, agent: &str) -
             format!("the hook runs {program}, which cannot be used: {e}"),
             reinstall,
         ),
-        Ok(_) if !is_executable(path) => bad(
+        Ok(_) if !memsync::config::is_executable(path) => bad(
             check,
             Status::Fail,
             format!("the hook runs {program}, which is not an executable file"),
@@ -549,11 +541,6 @@ fn hook_binary(program: &str, install: &str, check: &'static str, agent: &str) -
         ),
         Ok(_) => ok(check, format!("{program} exists and is executable")),
     }
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The server's `Date` against this machine's clock.
