@@ -691,6 +691,33 @@ async fn auto_installs_for_every_agent_in_the_repository_and_a_push_sends_every_
     }
     ok(&ann, &["pull"]);
     assert!(ann.read("from-codex.md").is_some() && ann.read("from-gemini.md").is_some());
+
+    // Out again for every agent: the hooks, and the rendered block.
+    let r = ok(
+        &bob,
+        &["install-hook", "--agent", "auto", "--remove", "--json"],
+    );
+    let out = r.json();
+    let gemini_out = out["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "gemini")
+        .unwrap_or_else(|| panic!("{out}"))
+        .clone();
+    assert_eq!(gemini_out["changed"], true, "{out}");
+    assert_eq!(gemini_out["removed"], json!(["block"]), "{out}");
+    let gemini = std::fs::read_to_string(bob.repo.join("GEMINI.md")).unwrap();
+    assert!(
+        gemini.starts_with("# Gemini rules\n") && !gemini.contains("memsync:begin"),
+        "{gemini}"
+    );
+    let r = ok(&bob, &["install-hook", "--agent", "auto", "--remove"]);
+    assert!(
+        r.stdout.contains("GEMINI.md holds no memsync block"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -347,20 +347,16 @@ fn shown(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// The block for `agent`'s layout at `cwd`.
-fn block_for(g: &Global, cwd: &Path, agent: AgentId) -> Result<(String, Settings), Fail> {
-    let settings = super::settings_at(&with_agent(g, agent), cwd)?;
-    let project = super::require_project(&settings)?;
+/// The block for the layout of `settings`.
+fn block_of(settings: &Settings) -> Result<String, Fail> {
+    let project = super::require_project(settings)?;
     let index = std::fs::read(settings.team_dir.join("MEMORY.md"))
         .ok()
         .map(|b| String::from_utf8_lossy(&b).into_owned());
-    Ok((
-        render::block(
-            project.as_str(),
-            &shown(&settings.team_dir),
-            index.as_deref(),
-        ),
-        settings,
+    Ok(render::block(
+        project.as_str(),
+        &shown(&settings.team_dir),
+        index.as_deref(),
     ))
 }
 
@@ -430,8 +426,10 @@ fn refresh_rendered(g: &Global, cwd: &Path, path: &Path, mut reg: Layouts) -> Ve
             changed = true;
             continue;
         }
-        let block = match block_for(g, cwd, entry.agent) {
-            Ok((b, _)) => b,
+        let block = match super::settings_at(&with_agent(g, entry.agent), cwd)
+            .and_then(|settings| block_of(&settings))
+        {
+            Ok(b) => b,
             Err(f) => {
                 notes.push(format!("{}: not refreshed: {}", file.display(), f.message));
                 continue;
@@ -459,6 +457,19 @@ fn refresh_rendered(g: &Global, cwd: &Path, path: &Path, mut reg: Layouts) -> Ve
     notes
 }
 
+/// What `render` did.
+struct RenderDone {
+    file: PathBuf,
+    changed: bool,
+    /// `--remove`: whether the file held memsync's block.
+    removed: bool,
+    /// The layout's team dir (not for `--remove`).
+    team_dir: Option<PathBuf>,
+    tracked_by_git: bool,
+    /// The revision the layout was pulled to first, or why it could not be.
+    pulled: Result<i64, String>,
+}
+
 /// `memsync render --agent NAME [--file F] [--force] [--remove]`.
 pub fn render_cmd(
     g: &Global,
@@ -480,7 +491,71 @@ pub fn render_cmd(
             ));
         }
     };
-    let settings = super::settings_at(g, cwd)?;
+    let d = render(g, cwd, agent, file, force, remove)?;
+    let target = &d.file;
+    if remove {
+        if g.json {
+            println!(
+                "{}",
+                json!({"file": target, "removed": d.removed, "agent": agent})
+            );
+        } else if !g.quiet {
+            println!(
+                "{}",
+                if d.removed {
+                    format!("took memsync's block out of {}", target.display())
+                } else {
+                    format!("{} holds no memsync block", target.display())
+                }
+            );
+        }
+        return Ok(OK);
+    }
+    let team_dir = d.team_dir.clone().unwrap_or_default();
+    if g.json {
+        println!(
+            "{}",
+            json!({"file": target, "changed": d.changed, "agent": agent, "team_dir": team_dir,
+                   "tracked_by_git": d.tracked_by_git, "pulled": d.pulled.is_ok()})
+        );
+    } else if !g.quiet {
+        let pull_note = match &d.pulled {
+            Ok(revision) => format!("revision {revision}"),
+            Err(e) => format!("not pulled now ({e}); the last synced index"),
+        };
+        println!(
+            "{} the team index ({pull_note}) in {} for {}; memsync's block names {} and every `memsync pull` keeps it current",
+            if d.changed { "wrote" } else { "already had" },
+            target.display(),
+            agent.adapter().name(),
+            shown(&team_dir)
+        );
+        if d.tracked_by_git {
+            println!(
+                "note: {} is tracked by git; the block holds this machine's path and changes as the team memory does. Keep it out of commits, or render into a file git ignores with --file",
+                target.display()
+            );
+        }
+    }
+    Ok(if d.pulled.is_ok() {
+        OK
+    } else {
+        super::PROBLEMS
+    })
+}
+
+/// Writes (or with `remove` takes out) `agent`'s block in `file`, by default its instruction
+/// file at the repository root, and records it in the registry.
+fn render(
+    g: &Global,
+    cwd: &Path,
+    agent: AgentId,
+    file: Option<PathBuf>,
+    force: bool,
+    remove: bool,
+) -> Result<RenderDone, Fail> {
+    let g2 = with_agent(g, agent);
+    let settings = super::settings_at(&g2, cwd)?;
     let repo = settings.repo.clone().ok_or_else(|| {
         Fail::env("not inside a git repository: run `memsync render` in the project")
     })?;
@@ -516,40 +591,31 @@ pub fn render_cmd(
         };
         reg.rendered.remove(&target);
         reg.save(&reg_path).map_err(Fail::env)?;
-        if g.json {
-            println!(
-                "{}",
-                json!({"file": target, "removed": removed, "agent": agent})
-            );
-        } else if !g.quiet {
-            println!(
-                "{}",
-                if removed {
-                    format!("took memsync's block out of {}", target.display())
-                } else {
-                    format!("{} holds no memsync block", target.display())
-                }
-            );
-        }
-        return Ok(OK);
+        return Ok(RenderDone {
+            file: target,
+            changed: removed,
+            removed,
+            team_dir: None,
+            tracked_by_git: false,
+            pulled: Ok(0),
+        });
     }
     // The layout syncs from now on with the others: pull it first, so the index is current.
-    let g2 = with_agent(g, agent);
-    let pulled = super::session(&g2, cwd, super::LOCK_WAIT).and_then(|s| {
-        let mut state = s.load_state()?;
-        let prog = |_: usize, _: usize| {};
-        let engine = s.engine(&s.api, &prog);
-        Ok(runtime()?.block_on(engine.pull(&mut state))?)
-    });
-    let pull_note = match &pulled {
-        Ok(r) => format!("revision {}", r.revision),
-        Err(f) => format!("not pulled now ({}); the last synced index", f.message),
-    };
-    let (block, layout) = block_for(g, cwd, agent)?;
-    register(&layout);
+    let pulled = session_with(&g2, settings.clone(), super::LOCK_WAIT)
+        .and_then(|s| {
+            let mut state = s.load_state()?;
+            let prog = |_: usize, _: usize| {};
+            let engine = s.engine(&s.api, &prog);
+            Ok(runtime()?.block_on(engine.pull(&mut state))?)
+        })
+        .map(|r| r.revision)
+        .map_err(|f| f.message);
+    let block = block_of(&settings)?;
+    register(&settings);
     let last = reg.rendered.get(&target).cloned();
     let (changed, sha) =
         write_block(&target, &block, last.as_ref(), force, agent).map_err(Fail::problem)?;
+    // Read again: the pull above may have recorded this layout meanwhile.
     reg = Layouts::load(&reg_path).map_err(Fail::env)?;
     reg.rendered.insert(
         target.clone(),
@@ -559,29 +625,14 @@ pub fn render_cmd(
         },
     );
     reg.save(&reg_path).map_err(Fail::env)?;
-    let tracked = git_tracks(&repo.root, &target);
-    if g.json {
-        println!(
-            "{}",
-            json!({"file": target, "changed": changed, "agent": agent, "team_dir": layout.team_dir,
-                   "tracked_by_git": tracked, "pulled": pulled.is_ok()})
-        );
-    } else if !g.quiet {
-        println!(
-            "{} the team index ({pull_note}) in {} for {}; memsync's block names {} and every `memsync pull` keeps it current",
-            if changed { "wrote" } else { "already had" },
-            target.display(),
-            agent.adapter().name(),
-            shown(&layout.team_dir)
-        );
-        if tracked {
-            println!(
-                "note: {} is tracked by git; the block holds this machine's path and changes as the team memory does. Keep it out of commits, or render into a file git ignores with --file",
-                target.display()
-            );
-        }
-    }
-    Ok(if pulled.is_ok() { OK } else { super::PROBLEMS })
+    Ok(RenderDone {
+        tracked_by_git: git_tracks(&repo.root, &target),
+        file: target,
+        changed,
+        removed: false,
+        team_dir: Some(settings.team_dir),
+        pulled,
+    })
 }
 
 /// Whether git tracks `file` in the repository at `root` (false when git cannot say).
@@ -784,7 +835,7 @@ pub fn install_hook(g: &Global, cwd: &Path, opts: InstallOptions) -> Result<u8, 
         println!("{out}");
     } else if !g.quiet {
         for d in &done {
-            print_installed(d, &exe);
+            print_installed(d, &exe, remove);
         }
     }
     Ok(OK)
@@ -871,26 +922,16 @@ fn render_for_install(
     agent: AgentId,
     remove: bool,
 ) -> Result<Installed, Fail> {
-    let g2 = Global {
-        quiet: true,
-        json: false,
-        ..with_agent(g, agent)
-    };
-    render_cmd(&g2, cwd, None, false, remove)?;
-    let settings = super::settings_at(&g2, cwd)?;
-    let file = settings
-        .repo
-        .as_ref()
-        .map(|r| r.root.join(agent.adapter().instruction_file()))
-        .unwrap_or_default();
+    let d = render(g, cwd, agent, None, false, remove)?;
     Ok(Installed {
         agent,
-        file,
-        changed: true,
+        file: d.file,
+        changed: d.changed,
         added: Vec::new(),
         updated: Vec::new(),
         upgraded: Vec::new(),
-        removed: Vec::new(),
+        // memsync's block, taken out.
+        removed: if d.removed { vec!["block"] } else { Vec::new() },
         watch: None,
         steps: Vec::new(),
         rendered: true,
@@ -898,9 +939,17 @@ fn render_for_install(
     })
 }
 
-fn print_installed(d: &Installed, exe: &Path) {
+fn print_installed(d: &Installed, exe: &Path, removing: bool) {
     let name = d.agent.adapter().name();
     let file = d.file.display();
+    if d.rendered && removing {
+        if d.removed.is_empty() {
+            println!("{name}: {file} holds no memsync block");
+        } else {
+            println!("{name}: took memsync's block out of {file}");
+        }
+        return;
+    }
     if d.rendered {
         println!(
             "{name}: no session hook memsync uses; the team index is in memsync's block of {file}, kept current by every `memsync pull`"
