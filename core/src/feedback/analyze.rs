@@ -46,7 +46,7 @@ impl Scope {
         self.separating_dim(other).is_none()
     }
 
-    fn union(&mut self, other: &Scope) {
+    pub(crate) fn union(&mut self, other: &Scope) {
         for d in 0..N_SCOPE_DIMS {
             self.0[d] |= other.0[d];
         }
@@ -115,6 +115,8 @@ pub(crate) struct ChoiceStance {
     pub concept: usize,
     pub choice: usize,
     pub pol: Pol,
+    /// The sentence it is in.
+    pub clause: usize,
     pub scope: Scope,
     pub snip: (usize, usize),
 }
@@ -140,6 +142,12 @@ pub(crate) struct Analysis {
     pub quantities: Vec<super::Quantity>,
     /// The directories and named places it names, as path components.
     pub places: Vec<Vec<String>>,
+    /// The terms of each sentence (indices into `terms`, sorted).
+    pub clause_terms: Vec<Vec<usize>>,
+    /// Each sentence's byte range and scope (its own, else the whole directive's).
+    pub clauses: Vec<((usize, usize), Scope)>,
+    /// The wording of the name and directive, to compare as a whole.
+    pub profile: super::similar::Profile,
 }
 
 impl Analysis {
@@ -152,6 +160,13 @@ impl Analysis {
     pub(crate) fn in_headline(&self, at: usize) -> bool {
         at < self.headline.0 || at >= self.headline.1
     }
+
+    /// The sentence a byte offset is in.
+    pub(crate) fn clause_at(&self, at: usize) -> Option<usize> {
+        self.clauses
+            .iter()
+            .position(|((s, e), _)| (*s..=*e).contains(&at))
+    }
 }
 
 /// Reads a memory; `None` unless it is a `type: feedback` memory that parses.
@@ -160,10 +175,17 @@ pub(crate) fn analyze(text: &str) -> Option<Analysis> {
     if doc.memory_type() != Some(MemoryType::Feedback) {
         return None;
     }
-    Some(analyze_directive(&directive_text(
-        doc.body(),
-        doc.description(),
-    )))
+    let mut x = analyze_directive(&directive_text(doc.body(), doc.description()));
+    let mut whole = doc
+        .name()
+        .unwrap_or("")
+        .chars()
+        .take(256)
+        .collect::<String>();
+    whole.push('\n');
+    whole.push_str(&x.text);
+    x.profile = super::similar::profile(&whole);
+    Some(x)
 }
 
 /// The rule lines (the body up to the first `**Why:**` / `**How to apply:**`-style label) and
@@ -322,6 +344,15 @@ pub(crate) fn stem(w: &str) -> String {
     } else if s.ends_with("ss") || s.ends_with("us") || s.ends_with("is") {
     } else if s.ends_with('s') {
         s.pop();
+    }
+    // Nouns of action: "approval", "removal", "proposal" read as "approve", "remove", "propose".
+    if ["oval", "ival", "sal", "wal"]
+        .iter()
+        .any(|x| s.ends_with(x))
+        && s.chars().count() > 6
+    {
+        s.truncate(s.len() - 2);
+        return s;
     }
     for suffix in ["ing", "ed"] {
         if s.ends_with(suffix) && s.chars().count() >= suffix.len() + 3 {
@@ -1280,6 +1311,8 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
                 .copied()
                 .unwrap_or_default()
                 .or(&clause_scope);
+            // A qualifier: the word just before, in the same part, with only a space or hyphen
+            // between (not a CJK pair, which overlaps its neighbours).
             term_stances.push(TermStance {
                 term,
                 pol: *pol,
@@ -1305,6 +1338,7 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
                 concept: a.concept,
                 choice: a.choice,
                 pol: *pol,
+                clause: ci,
                 scope,
                 snip: o.seg_snip.get(seg).copied().unwrap_or((0, 0)),
             });
@@ -1312,6 +1346,19 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
     }
     term_stances.sort_by_key(|s| s.term);
     choice_stances.sort_by_key(|s| (s.concept, s.choice));
+    let clause_terms: Vec<Vec<usize>> = outs
+        .iter()
+        .map(|o| {
+            let mut v: Vec<usize> = o
+                .toks
+                .iter()
+                .filter_map(|t| terms.binary_search_by(|x| x.key.as_str().cmp(&t.key)).ok())
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
     let headline = headline_end(&text, *desc_start);
     phrases.sort();
     phrases.dedup();
@@ -1325,6 +1372,13 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
         headline: (headline, *desc_start),
         quantities: Vec::new(),
         places: Vec::new(),
+        clause_terms,
+        clauses: clauses
+            .iter()
+            .zip(&outs)
+            .map(|(&r, o)| (r, o.scope.or(&note_scope)))
+            .collect(),
+        profile: Default::default(),
     };
     x.quantities = super::quantities(&x);
     x.places = super::places(&x);

@@ -107,6 +107,7 @@
 mod analyze;
 mod glossary;
 mod lexicon;
+mod similar;
 #[cfg(test)]
 mod tests;
 
@@ -178,6 +179,11 @@ pub fn check_one(candidate: &Note<'_>, against: &[Note<'_>]) -> Vec<Finding> {
     compare(std::slice::from_ref(candidate), against)
 }
 
+/// Memories worded this much alike (the cosine of their character n-grams, `similar.rs`) are
+/// about one subject even when no term they share weighs enough.
+const SIMILAR_RELATED: f32 = 0.21;
+/// Memories worded less alike than this are not called contradictions.
+const SIMILAR_OPPOSE: f32 = 0.15;
 /// Shared terms must weigh this much (two ordinary words, one identifier) to make a subject.
 const RELATED_MIN: u32 = 2 * analyze::W_WORD;
 /// Opposed terms of one sentence pair must weigh this much to make a contradiction.
@@ -200,24 +206,55 @@ struct Opposition {
     snip_a: (usize, usize),
     snip_b: (usize, usize),
     weight: u32,
+    /// The two sentences share a term beyond the concept: the picks are about one thing.
+    anchored: bool,
 }
 
 /// The verdict on a pair, its one-line reason and its likelihood of being a contradiction (see
 /// [`Finding::likelihood`]).
 fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
     let (shared_weight, shared_concepts, shared_terms) = shared_subject(a, b);
+    let alike = similar::cosine(&a.profile, &b.profile);
     if shared_weight == 0 {
         return None;
     }
-    let (kind, reason) = verdict(a, b, shared_weight, &shared_concepts, &shared_terms)?;
-    let likelihood = match kind {
-        Kind::Contradiction => 1000,
-        // How much of the two directives is shared (Dice, in thousandths). Whether some word is
-        // flipped between them ranked worse on the development set: unrelated pairs flip words
-        // too.
-        Kind::Related => (2000 * shared_weight / (a.weight() + b.weight())).min(999),
+    let dice = if shared_weight == 0 {
+        0
+    } else {
+        2000 * shared_weight / (a.weight() + b.weight())
     };
-    Some((kind, reason, likelihood))
+    // How alike the two are, in thousandths: the better of the shared subject's Dice
+    // coefficient and the wording's cosine.
+    let closeness = dice.max((alike * 1000.0) as u32).min(999);
+    let found = if shared_weight == 0 {
+        None
+    } else {
+        verdict(a, b, shared_weight, &shared_concepts, &shared_terms, alike)
+    };
+    match found {
+        // A flipped word between memories worded nothing alike is more often two rules about
+        // different things than one rule and its opposite. Two different picks of an exclusive
+        // lexicon concept (tabs vs spaces, in two languages) and amounts that cannot both hold
+        // are firmer evidence.
+        Some((Kind::Contradiction, reason, firm)) if alike < SIMILAR_OPPOSE && !firm => Some((
+            Kind::Related,
+            format!("{reason} (but worded too differently to call it a contradiction)"),
+            closeness,
+        )),
+        Some((Kind::Contradiction, reason, _)) => Some((Kind::Contradiction, reason, 1000)),
+        Some((Kind::Related, reason, _)) => Some((Kind::Related, reason, closeness)),
+        None if alike >= SIMILAR_RELATED && shared_weight >= analyze::W_WORD => Some((
+            Kind::Related,
+            format!(
+                "both about {}; worded alike ({:.0}% of their wording in common); no opposing \
+                 directives",
+                term_names(a, &shared_terms, 3).join(", "),
+                alike * 100.0
+            ),
+            closeness,
+        )),
+        None => None,
+    }
 }
 
 fn verdict(
@@ -226,7 +263,8 @@ fn verdict(
     shared_weight: u32,
     shared_concepts: &[usize],
     shared_terms: &[usize],
-) -> Option<(Kind, String)> {
+    alike: f32,
+) -> Option<(Kind, String, bool)> {
     let (c_same, c_apart) = choice_opposition(a, b);
     // Under a strongly shared subject (a fifth of both directives' weight, four words), one opposed word
     // is enough: "Commit the generated stubs" vs "Generated code is never committed".
@@ -255,10 +293,20 @@ fn verdict(
             .iter()
             .any(|s| s.concept == c && s.snip.0 >= x.headline.1)
     };
+    // A pick of a concept contradicts when the two sentences are about one thing (they share a
+    // word beyond the concept), or the concept heads both memories and they share more than it:
+    // "las tablas van en snake_case" and "flag keys are kebab-case" name different things.
+    let headlines =
+        |o: &Opposition| headline_concept(a, o.concept) && headline_concept(b, o.concept);
     let c_same = c_same.filter(|o| {
-        beyond_concepts >= analyze::W_WORD
-            || (o.two_picks && headline_concept(a, o.concept) && headline_concept(b, o.concept))
-            || (described(a, o.concept) && described(b, o.concept))
+        let subject = o.anchored
+            || headlines(o)
+                && (beyond_concepts >= RELATED_MIN
+                    || 2 * shared_weight >= a.weight().min(b.weight()));
+        subject
+            && (beyond_concepts >= analyze::W_WORD
+                || (o.two_picks && headlines(o))
+                || (described(a, o.concept) && described(b, o.concept)))
     });
     let apart_places = separate_places(a, b);
     let (same, places) = match (c_same.or(t_same), &apart_places) {
@@ -273,7 +321,7 @@ fn verdict(
             quote(&a.text, o.snip_a),
             quote(&b.text, o.snip_b)
         );
-        return Some((Kind::Related, reason));
+        return Some((Kind::Related, reason, false));
     }
     if let Some(o) = same {
         let scope = scope_note(&o.scope_a.intersection(&o.scope_b));
@@ -284,7 +332,7 @@ fn verdict(
             quote(&a.text, o.snip_a),
             quote(&b.text, o.snip_b)
         );
-        return Some((Kind::Contradiction, reason));
+        return Some((Kind::Contradiction, reason, o.two_picks));
     }
     if let Some(o) = c_apart.or(t_apart) {
         let (la, lb) = match o.scope_a.separating_dim(&o.scope_b) {
@@ -297,9 +345,9 @@ fn verdict(
             quote(&a.text, o.snip_a),
             quote(&b.text, o.snip_b)
         );
-        return Some((Kind::Related, reason));
+        return Some((Kind::Related, reason, false));
     }
-    if let Some((qa, qb)) = quantity_opposition(a, b, shared_weight)
+    if let Some((qa, qb)) = quantity_opposition(a, b, shared_weight, alike)
         && apart_places.is_none()
     {
         let reason = format!(
@@ -308,7 +356,7 @@ fn verdict(
             quote(&a.text, qa.snip),
             quote(&b.text, qb.snip)
         );
-        return Some((Kind::Contradiction, reason));
+        return Some((Kind::Contradiction, reason, true));
     }
     if shared_weight >= RELATED_MIN {
         let mut names: Vec<String> = shared_concepts
@@ -318,7 +366,7 @@ fn verdict(
             .collect();
         names.extend(term_names(a, shared_terms, 3));
         let reason = format!("both about {}; no opposing directives", names.join(", "));
-        return Some((Kind::Related, reason));
+        return Some((Kind::Related, reason, false));
     }
     None
 }
@@ -330,6 +378,190 @@ pub(crate) struct Quantity {
     value: f64,
     unit: String,
     snip: (usize, usize),
+    bound: Bound,
+    /// The sentence it is in.
+    clause: usize,
+}
+
+/// What an amount says: exactly it, at most it ("within 5 minutes", "up to 500"), or at least
+/// it ("at least 6 months", "80% or more").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    Exact,
+    AtMost,
+    AtLeast,
+}
+
+impl Bound {
+    /// Whether following `x` of this bound keeps to `y` of `other`: an exact amount or an
+    /// opposite bound must be possible under both ("a 10-minute TTL" keeps to "at most 15
+    /// minutes"), a bound in the same direction must be as strict ("within 15 minutes" does not
+    /// keep to "within 5").
+    fn meets(self, x: f64, other: Bound, y: f64) -> bool {
+        use Bound::{AtLeast, AtMost, Exact};
+        let eq = (x - y).abs() < f64::EPSILON;
+        match (self, other) {
+            (Exact, Exact) => eq,
+            (AtMost, AtMost) => x <= y,
+            (AtLeast, AtLeast) => x >= y,
+            (AtMost, Exact) => y <= x,
+            (Exact, AtMost) => x <= y,
+            (AtLeast, Exact) => y >= x,
+            (Exact, AtLeast) => x >= y,
+            (AtMost, AtLeast) => y <= x,
+            (AtLeast, AtMost) => x <= y,
+        }
+    }
+}
+
+/// Words before an amount that make it a bound.
+const AT_MOST_BEFORE: &[&str] = &[
+    "at most",
+    "up to",
+    "within",
+    "no more than",
+    "not more than",
+    "max",
+    "max.",
+    "maximum",
+    "maximum of",
+    "a maximum of",
+    "under",
+    "less than",
+    "fewer than",
+    "below",
+    "<",
+    "<=",
+    "≤",
+    "höchstens",
+    "maximal",
+    "bis zu",
+    "innerhalb von",
+    "innerhalb",
+    "weniger als",
+    "au plus",
+    "au maximum",
+    "jusqu'à",
+    "moins de",
+    "en moins de",
+    "dans les",
+    "como máximo",
+    "hasta",
+    "menos de",
+    "en menos de",
+    "no más de",
+    "dentro de",
+    "no máximo",
+    "até",
+    "em até",
+    "menos de",
+    "al massimo",
+    "fino a",
+    "entro",
+    "meno di",
+    "hooguit",
+    "maximaal",
+    "binnen",
+    "最多",
+    "不超过",
+    "至多",
+    "最大",
+];
+const AT_LEAST_BEFORE: &[&str] = &[
+    "at least",
+    "no less than",
+    "not less than",
+    "minimum",
+    "minimum of",
+    "a minimum of",
+    "min",
+    "min.",
+    "more than",
+    "over",
+    ">",
+    ">=",
+    "≥",
+    "mindestens",
+    "wenigstens",
+    "mehr als",
+    "au moins",
+    "au minimum",
+    "plus de",
+    "al menos",
+    "como mínimo",
+    "más de",
+    "pelo menos",
+    "no mínimo",
+    "mais de",
+    "almeno",
+    "più di",
+    "minstens",
+    "ten minste",
+    "至少",
+    "最少",
+    "不少于",
+];
+/// Words after an amount's unit that make it a bound.
+const AT_MOST_AFTER: &[&str] = &[
+    "or less",
+    "or fewer",
+    "at most",
+    "max",
+    "maximum",
+    "tops",
+    "oder weniger",
+    "maximum",
+    "以内",
+    "以下",
+    "之内",
+    "内",
+    "이내",
+    "이하",
+    "까지",
+];
+const AT_LEAST_AFTER: &[&str] = &[
+    "or more",
+    "at least",
+    "minimum",
+    "or longer",
+    "oder mehr",
+    "ou plus",
+    "o más",
+    "ou mais",
+    "以上",
+    "이상",
+];
+
+/// The bound the words around an amount give it: `before` is the text before the number,
+/// `after` the text after its unit (both lower-cased). Time given "to" do something is a
+/// deadline ("15 minutes to acknowledge").
+fn bound_of(before: &str, after: &str, timed: bool) -> Bound {
+    let before = before.trim_end_matches([' ', '\u{a0}', '(']);
+    let after = after.trim_start_matches([' ', '\u{a0}', ')']);
+    let ends = |w: &&str| {
+        before.ends_with(*w)
+            && before[..before.len() - w.len()]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !c.is_alphanumeric() || analyze::is_cjk(c))
+    };
+    let starts = |w: &&str| {
+        after.starts_with(*w)
+            && after[w.len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_alphanumeric() || analyze::is_cjk(c) || analyze::is_hangul(c))
+    };
+    if AT_MOST_BEFORE.iter().any(ends)
+        || AT_MOST_AFTER.iter().any(starts)
+        || (timed && starts(&"to"))
+    {
+        Bound::AtMost
+    } else if AT_LEAST_BEFORE.iter().any(ends) || AT_LEAST_AFTER.iter().any(starts) {
+        Bound::AtLeast
+    } else {
+        Bound::Exact
+    }
 }
 
 const NUMBER_WORDS: &[(&str, f64)] = &[
@@ -379,6 +611,11 @@ fn unit_key(word: &str) -> Option<String> {
         _ => return None,
     };
     Some(w.to_owned())
+}
+
+/// Whether a unit key counts time.
+fn is_time(unit: &str) -> bool {
+    matches!(unit, "minute" | "hour" | "day" | "week" | "month")
 }
 
 /// Amounts in a directive, with the unit they count (time units, percentages, columns,
@@ -433,17 +670,23 @@ pub(crate) fn quantities(x: &Analysis) -> Vec<Quantity> {
         }
         let uend = bytes.get(ue).map_or(lower.len(), |b| b.0);
         let unit_raw = &lower[us..uend];
+        // "3月", "2時間": the unit is the first CJK character or two.
         let unit = unit_key(unit_raw).or_else(|| {
             unit_raw
                 .chars()
                 .next()
+                .filter(|&c| analyze::is_cjk(c) || analyze::is_hangul(c))
                 .and_then(|c| unit_key(&c.to_string()))
         });
         if let Some(unit) = unit {
+            let timed = is_time(&unit);
+            let bound = bound_of(&lower[..start], &lower[uend..], timed);
             out.push(Quantity {
                 value: v,
                 unit,
                 snip: clause_around(&x.text, start, uend),
+                bound,
+                clause: x.clause_at(start).unwrap_or(usize::MAX),
             });
         }
         i = j.max(i + 1);
@@ -465,29 +708,54 @@ fn clause_around(text: &str, s: usize, e: usize) -> (usize, usize) {
     (a, b)
 }
 
-/// Two directives that share a strong subject and each set one amount of the same unit, with
-/// different values and no value in common: "keep old versions at least 6 months" vs
-/// "switch them off after 3 months", "two approvals" vs "one approval".
-fn quantity_opposition(a: &Analysis, b: &Analysis, shared: u32) -> Option<(Quantity, Quantity)> {
+/// Two directives that share a strong subject and each set one amount of the same unit, in
+/// sentences about the same thing and in compatible scopes, where the amounts cannot both hold:
+/// "keep old versions at least 6 months" vs "switch them off after 3 months", "two approvals" vs
+/// "one approval". Bounds in the same direction agree ("within 5 minutes" vs "at most 15").
+fn quantity_opposition(
+    a: &Analysis,
+    b: &Analysis,
+    shared: u32,
+    alike: f32,
+) -> Option<(Quantity, Quantity)> {
     // The subject: at least a tenth of the two directives' weight in common.
     if 20 * shared < (a.weight() + b.weight()) || shared < analyze::W_WORD + analyze::W_GENERIC {
         return None;
     }
     let (qa, qb) = (&a.quantities, &b.quantities);
-    // Each side states one value of the unit (the description may repeat it).
+    // Each side states one amount of the unit (the description may repeat it).
     let one_value = |q: &[Quantity], unit: &str| -> Option<Quantity> {
         let mut of_unit = q.iter().filter(|z| z.unit == unit);
         let first = of_unit.next()?;
         of_unit
-            .all(|z| (z.value - first.value).abs() < f64::EPSILON)
+            .all(|z| (z.value - first.value).abs() < f64::EPSILON && z.bound == first.bound)
             .then(|| first.clone())
     };
     for x in qa {
-        if let (Some(x), Some(y)) = (one_value(qa, &x.unit), one_value(qb, &x.unit))
-            && (x.value - y.value).abs() > f64::EPSILON
-        {
-            return Some((x, y));
+        let (Some(x), Some(y)) = (one_value(qa, &x.unit), one_value(qb, &x.unit)) else {
+            continue;
+        };
+        if x.bound.meets(x.value, y.bound, y.value) {
+            continue;
         }
+        let scope = |z: &Analysis, q: &Quantity| z.clauses.get(q.clause).map(|c| c.1);
+        if let (Some(sx), Some(sy)) = (scope(a, &x), scope(b, &y))
+            && !sx.compatible(&sy)
+        {
+            continue;
+        }
+        // The sentences are about one thing: the unit is itself the subject (approvals,
+        // columns), or they share two words besides a unit of time (which says nothing of what
+        // is timed), or one and the memories are worded alike.
+        if is_time(&x.unit) {
+            let overlap = sentence_overlap(a, x.clause, b, y.clause, true);
+            if overlap < 2 * analyze::W_WORD
+                && (overlap < analyze::W_WORD || alike < SIMILAR_RELATED)
+            {
+                continue;
+            }
+        }
+        return Some((x, y));
     }
     None
 }
@@ -635,7 +903,9 @@ fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<
             }
             // Two different picks explain the conflict better than "X" vs "not X".
             let weight = W_CONCEPT + u32::from(sa.choice != sb.choice);
+            let anchored = sentence_overlap(a, sa.clause, b, sb.clause, false) >= analyze::W_WORD;
             let o = Opposition {
+                anchored,
                 subject: concept_label(sa.concept).to_owned(),
                 concept: sa.concept,
                 two_picks: sa.choice != sb.choice,
@@ -656,6 +926,31 @@ fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<
         }
     }
     (same, apart)
+}
+
+/// The weight of the terms two sentences share (words and names; common terms don't count,
+/// nor, with `no_time`, units of time: "hours" says nothing of what is timed).
+fn sentence_overlap(a: &Analysis, ca: usize, b: &Analysis, cb: usize, no_time: bool) -> u32 {
+    let (Some(ta), Some(tb)) = (a.clause_terms.get(ca), b.clause_terms.get(cb)) else {
+        return 0;
+    };
+    let mut w = 0;
+    for &i in ta {
+        let t = &a.terms[i];
+        if t.weight < analyze::W_WORD && !t.cjk {
+            continue;
+        }
+        if no_time && unit_key(&t.key).is_some_and(|u| is_time(&u)) {
+            continue;
+        }
+        if let Some(&j) = tb.iter().find(|&&j| b.terms[j].key == t.key) {
+            let m = t.weight.min(b.terms[j].weight);
+            if m >= analyze::W_WORD || t.cjk && b.terms[j].cjk {
+                w += m;
+            }
+        }
+    }
+    w
 }
 
 /// One side uses its choice and the other uses or allows a different one.
@@ -759,6 +1054,7 @@ fn term_opposition(
             snip_a: sa.snip,
             snip_b: sb.snip,
             weight: acc.weight,
+            anchored: true,
         })
     };
     (pick(true), pick(false))
@@ -882,6 +1178,19 @@ pub fn explain(text: &str) -> String {
         .map(|(_, t)| t.key.as_str())
         .collect();
     out.push_str(&format!("topic terms: {neutral:?}\n"));
+    for (i, c) in x.clause_terms.iter().enumerate() {
+        let keys: Vec<String> = c
+            .iter()
+            .map(|&t| format!("{}:{}", x.terms[t].key, x.terms[t].weight))
+            .collect();
+        out.push_str(&format!("sentence {i}: {}\n", keys.join(" ")));
+    }
+    for q in &x.quantities {
+        out.push_str(&format!(
+            "amount {} {} {:?} in sentence {}\n",
+            q.value, q.unit, q.bound, q.clause
+        ));
+    }
     out
 }
 

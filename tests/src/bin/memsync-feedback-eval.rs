@@ -4,9 +4,12 @@
 //!
 //! `memsync-feedback-eval` prints the report; `--all` also lists the correct findings;
 //! `--explain NAME` shows how the checker reads one corpus memory (by its `name`);
-//! `--bench N` times N private × N team memories (the corpus, repeated).
+//! `--bench N` times N private × N team memories (the corpus, repeated);
+//! `--pair SET TOPIC/p1 TOPIC/t1` shows how one pair of a set is read, and `--texts RULE RULE`
+//! two rules given on the command line.
 //!
-//! `--set dev|heldout|heldout2|heldout3|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
+//! `--set dev+` scores the three development sets apart and prints their sum; `--set
+//! dev|dev2|dev3|heldout3|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
 //! cross-topic finding, with the label's reason and the finding's.
 
@@ -94,7 +97,7 @@ fn kind_of_kind(k: Option<feedback::Kind>) -> &'static str {
 
 fn score_set(which: &str, misses: bool) {
     let dir = match which {
-        "dev" | "heldout" | "heldout2" | "heldout3" => feedback_eval::set_dir(which),
+        "dev" | "dev2" | "dev3" | "heldout3" => feedback_eval::set_dir(which),
         other => other.into(),
     };
     let set = match EvalSet::load(&dir) {
@@ -159,12 +162,13 @@ fn score_set(which: &str, misses: bool) {
     if std::env::var_os("MEMSYNC_EVAL_DUMP").is_some() {
         for f in &findings {
             eprintln!(
-                "{}\t{}\t{}\t{} x {}",
+                "{}\t{}\t{}\t{} x {}\t{}",
                 set.label(&f.a, &f.b).name(),
                 kind_of(Some(f)),
                 f.likelihood,
                 f.a,
-                f.b
+                f.b,
+                f.reason
             );
         }
     }
@@ -215,6 +219,25 @@ fn score_set(which: &str, misses: bool) {
     }
 }
 
+/// The development sets, each scored over its own cross product, and their sum.
+fn score_dev_sets() {
+    let mut total = feedback_eval::Score::default();
+    for name in feedback_eval::DEV_SETS {
+        let set = EvalSet::load(&feedback_eval::set_dir(name)).expect("set");
+        let s = set.score(&set.findings());
+        println!(
+            "{name}: precision {:.3}  recall {:.3}  reach {:.3}  same-subject {:.3}  per 100 unrelated {:.2}",
+            s.precision(),
+            s.recall(),
+            s.reach(),
+            s.same_subject_recall(),
+            s.unrelated_findings_per_100()
+        );
+        total.merge(&s);
+    }
+    print!("{}", total.summary("development sets together"));
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--terms") {
@@ -262,12 +285,67 @@ fn main() {
     }
     if let Some(i) = args.iter().position(|a| a == "--set") {
         let which = args.get(i + 1).map(String::as_str).unwrap_or("dev");
+        if which == "dev+" {
+            score_dev_sets();
+            return;
+        }
         score_set(which, args.iter().any(|a| a == "--misses"));
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--bench") {
         let n = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(300);
         bench(n);
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--texts") {
+        // `--texts RULE RULE`: how the detector reads two feedback rules given on the command line.
+        let fb = |k: usize| {
+            format!(
+                "---\nname: n\ndescription: d\ntype: feedback\n---\n\n{}\n",
+                args.get(i + k).map(String::as_str).unwrap_or("")
+            )
+        };
+        let (p, t) = (fb(1), fb(2));
+        println!("{}\n\n{}", feedback::explain(&p), feedback::explain(&t));
+        let (pn, tn) = (
+            Note {
+                path: "a",
+                text: &p,
+            },
+            Note {
+                path: "b",
+                text: &t,
+            },
+        );
+        println!("finding: {:?}", feedback::compare(&[pn], &[tn]));
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--pair") {
+        // `--pair SET TOPIC/p1 TOPIC/t1`: how the detector reads one pair of a set.
+        let get = |k: usize| args.get(i + k).map(String::as_str).unwrap_or("");
+        let set = EvalSet::load(&feedback_eval::set_dir(get(1))).expect("set");
+        let find = |v: &[feedback_eval::Memory], id: &str| {
+            v.iter()
+                .find(|m| m.path == format!("{id}.md"))
+                .map(|m| m.text.clone())
+                .unwrap_or_default()
+        };
+        let (p, t) = (find(&set.private, get(2)), find(&set.team, get(3)));
+        println!("{}\n\n{}", feedback::explain(&p), feedback::explain(&t));
+        let pn = Note {
+            path: "p",
+            text: &p,
+        };
+        let tn = Note {
+            path: "t",
+            text: &t,
+        };
+        println!(
+            "label: {:?}",
+            set.labels
+                .get(&(format!("{}.md", get(2)), format!("{}.md", get(3))))
+        );
+        println!("finding: {:?}", feedback::compare(&[pn], &[tn]));
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--explain") {
