@@ -9,7 +9,7 @@
 //! the same way (328 pairs), is checked for form only and not scored yet: it is kept for the next
 //! round of work on the detector, to be scored once when that is done.
 
-use memsync_e2e::feedback_eval::{EvalSet, Label, set_dir};
+use memsync_e2e::feedback_eval::{DEV_SETS, EvalSet, HELD_OUT, Label, Score, set_dir};
 
 fn load(name: &str) -> EvalSet {
     EvalSet::load(&set_dir(name)).unwrap_or_else(|e| panic!("{name}: {e:#}"))
@@ -17,7 +17,7 @@ fn load(name: &str) -> EvalSet {
 
 #[test]
 fn the_sets_are_well_formed_and_large_enough() {
-    for name in ["dev", "heldout", "heldout2", "heldout3"] {
+    for name in DEV_SETS.iter().copied().chain([HELD_OUT]) {
         let set = load(name);
         let count = |l: Label| set.labels.values().filter(|(x, _)| *x == l).count();
         assert!(set.topics >= 50, "{name}: {} topics", set.topics);

@@ -148,6 +148,9 @@ pub(crate) struct Analysis {
     pub clauses: Vec<((usize, usize), Scope)>,
     /// The wording of the name and directive, to compare as a whole.
     pub profile: super::similar::Profile,
+    /// Which sides of the lexicon's antonym pairs each sentence says: bit `2k` the first word
+    /// of pair `k`, bit `2k + 1` the second.
+    pub clause_sides: Vec<u64>,
 }
 
 impl Analysis {
@@ -607,10 +610,15 @@ fn tokenize(
             we = ws + x.chars().count();
         }
         let w_end = pos(we);
+        // Abbreviations with dots ("e.g", "z.b", "p.ex") are words, not identifiers.
+        let abbreviation = matches!(
+            w.trim_end_matches('.'),
+            "e.g" | "i.e" | "z.b" | "d.h" | "u.a" | "p.ex" | "p.ej" | "p.e" | "c.-à-d"
+        );
         let ident = call
             || w.starts_with("--")
             || (w.starts_with('.') && w.len() > 1)
-            || w.trim_matches('_').contains(['_', '.', '/', ':', '+', '#']);
+            || !abbreviation && w.trim_matches('_').contains(['_', '.', '/', ':', '+', '#']);
         if ident {
             toks.push(Tok {
                 start: a,
@@ -1379,6 +1387,22 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
             .map(|(&r, o)| (r, o.scope.or(&note_scope)))
             .collect(),
         profile: Default::default(),
+        clause_sides: clauses
+            .iter()
+            .map(|&(s, e)| {
+                let part = &lower[s..e];
+                let mut bits = 0u64;
+                for (k, (x, y)) in lex.antonyms.iter().enumerate().take(32) {
+                    if x.is_match(part) {
+                        bits |= 1 << (2 * k);
+                    }
+                    if y.is_match(part) {
+                        bits |= 1 << (2 * k + 1);
+                    }
+                }
+                bits
+            })
+            .collect(),
     };
     x.quantities = super::quantities(&x);
     x.places = super::places(&x);

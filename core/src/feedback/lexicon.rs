@@ -1780,6 +1780,75 @@ pub(crate) const SCOPES: &[ScopeDim] = &[
 
 pub(crate) const N_SCOPE_DIMS: usize = 12;
 
+/// Pairs of words that oppose each other whatever the subject: a rule that says one and a rule
+/// about the same thing that says the other conflict ("rebase *before* review" vs "squash
+/// *after* review", "*one* large pull request" vs "a chain of *small* ones"). Matched as whole
+/// words in each sentence (lower-cased); a sentence that says both says neither.
+pub(crate) const ANTONYMS: &[(&str, &str)] = &[
+    (
+        r"\bbefore\b|\bprior to\b|\bvor\b|\bavant\b|\bantes\b|之前|以前|前に|전에",
+        r"\bafter\b|\bonce\b|\bnach\b|\baprès\b|\bdespués\b|\bdepois\b|之后|以后|後に|후에",
+    ),
+    (
+        r"\badd(?:s|ed|ing)?\b|\bintroduc\w*|\bhinzufüg\w*|\bajout\w*|\bañad\w*|\badicion\w*",
+        r"\bremov\w*|\bdelet\w*|\bdrop(?:s|ped|ping)?\b|\bentfern\w*|\bsupprim\w*|\belimin\w*",
+    ),
+    (
+        r"\benabl\w*|\bturn(?:s|ed)? on\b|\baktivier\w*|\bactiv\w*",
+        r"\bdisabl\w*|\bturn(?:s|ed)? off\b|\bswitch(?:es|ed)? off\b|\bdeaktivier\w*|\bdésactiv\w*|\bdesactiv\w*",
+    ),
+    (
+        r"\bmanual\w*|\bby hand\b|\bhand-written\b|\bhandwritten\b|\bà la main\b|\ba mano\b|\bvon hand\b|\bmanuell\w*|手动|手で|수동",
+        r"\bautomat\w*|\bgenerat\w*|\bautomatisch\w*|自动|自動|자동",
+    ),
+    (
+        r"\bsynchronous\w*|\bsync\b|\bblocking\b",
+        r"\basynchronous\w*|\basync\b|\bnon-blocking\b|\bin the background\b",
+    ),
+    (
+        r"\bsingle\b|\bone (?:big|large|single)\b|\bone pr\b|\bone pull request\b|\bone commit\b",
+        r"\bmultiple\b|\bseveral\b|\bsmall(?:er)? (?:prs|pull requests|commits|mrs|changes)\b|\ba chain of\b|\bsplit\w*\b|\bstack(?:ed)?\b",
+    ),
+    (r"\bplural\b", r"\bsingular\b"),
+    (r"\babsolute\b", r"\brelative\b"),
+    (
+        r"\binline\b|\binlined\b",
+        r"\bseparate\b|\bexternal\b|\bextracted\b|\bin its own file\b",
+    ),
+    (r"\bexplicit\w*", r"\bimplicit\w*|\binferred\b"),
+    (r"\bmutable\b", r"\bimmutable\b|\bread-only\b"),
+    (
+        r"\bupper-?case\b|\bcapitali[sz]\w*|\ball caps\b",
+        r"\blower-?case\b",
+    ),
+    (
+        r"\blocal(?:ly)?\b",
+        r"\bremote(?:ly)?\b|\bin ci\b|\bon ci\b",
+    ),
+    (r"\bflat\b", r"\bnested\b|\bgrouped\b|\bsections?\b"),
+    (r"\bstrict\w*", r"\blenient\w*|\bloose\w*|\bpermissive\w*"),
+    (
+        r"\bshort\w*|\bconcise\w*|\bbrief\w*|\bterse\w*",
+        r"\bdetailed\b|\bverbose\b|\bin full\b|\bin detail\b|\blong(?:er)?\b",
+    ),
+    (
+        r"\bcentral\w*|\bone place\b|\bin one file\b",
+        r"\bco-?locat\w*|\bnext to\b|\bbeside\b|\balongside\b",
+    ),
+    (
+        r"\bpin(?:s|ned|ning)?\b|\bexact versions?\b",
+        r"\branges?\b|\bcaret\b|\bfloating\b|\blatest\b",
+    ),
+    (
+        r"\bkeep(?:s|ing)?\b|\bretain\w*|\bpreserv\w*",
+        r"\bsquash\w*|\bdiscard\w*|\bthrow away\b|\bpurg\w*",
+    ),
+    (
+        r"\bevery\b|\beach\b|\ball\b|\balways\b|\bany\b|\bjede\w*|\bchaque\b|\btodos?\b|\bcada\b|每|すべて|모든",
+        r"\bexcept\b|\bunless\b|\bexempt\w*|\bskip(?:s|ped|ping)?\b|\bother than\b|\bausgenommen\b|\bsauf\b|\bexcepto\b|除了|以外|제외",
+    ),
+];
+
 /// The compiled tables.
 pub(crate) struct Lexicon {
     cues: Option<AhoCorasick>,
@@ -1797,6 +1866,8 @@ pub(crate) struct Lexicon {
     pub scope_set: Option<RegexSet>,
     /// `scope_set` index -> (dimension, value).
     pub scope_values: Vec<(usize, usize)>,
+    /// The two sides of each pair of [`ANTONYMS`].
+    pub antonyms: Vec<(Regex, Regex)>,
     /// How many patterns failed to compile (zero; a test keeps it so).
     pub broken: usize,
 }
@@ -1916,7 +1987,16 @@ impl Lexicon {
             broken += 1;
         }
 
+        let mut antonyms = Vec::new();
+        for (x, y) in ANTONYMS {
+            match (Regex::new(&ascii_bounds(x)), Regex::new(&ascii_bounds(y))) {
+                (Ok(x), Ok(y)) => antonyms.push((x, y)),
+                _ => broken += 1,
+            }
+        }
+
         Lexicon {
+            antonyms,
             cues,
             cue_kinds,
             stop,
@@ -2000,4 +2080,19 @@ pub(crate) fn choice_label(ci: usize, hi: usize) -> &'static str {
 
 pub(crate) fn concept_exclusive(ci: usize) -> bool {
     CONCEPTS.get(ci).is_some_and(|c| c.exclusive)
+}
+
+/// The words of antonym pair `k` that two sentences use, to quote.
+pub(crate) fn antonym_words(k: usize, a: &str, b: &str) -> (String, String) {
+    let lex = Lexicon::get();
+    let Some((x, y)) = lex.antonyms.get(k) else {
+        return (String::new(), String::new());
+    };
+    let (la, lb) = (a.to_lowercase(), b.to_lowercase());
+    let find = |r: &Regex, t: &str| r.find(t).map(|m| m.as_str().to_owned()).unwrap_or_default();
+    if x.is_match(&la) {
+        (find(x, &la), find(y, &lb))
+    } else {
+        (find(y, &la), find(x, &lb))
+    }
 }

@@ -347,6 +347,23 @@ fn verdict(
         );
         return Some((Kind::Related, reason, false));
     }
+    if let Some((k, ca, cb)) = antonym_opposition(a, b)
+        && apart_places.is_none()
+    {
+        let span = |x: &Analysis, c: usize| x.clauses.get(c).map_or((0, 0), |r| r.0);
+        let (wa, wb) = lexicon::antonym_words(
+            k,
+            &a.text[span(a, ca).0..span(a, ca).1],
+            &b.text[span(b, cb).0..span(b, cb).1],
+        );
+        let reason = format!(
+            "both about {}; opposite words ({wa} vs {wb}): \"{}\" vs \"{}\"",
+            term_names(a, shared_terms, 3).join(", "),
+            quote(&a.text, span(a, ca)),
+            quote(&b.text, span(b, cb))
+        );
+        return Some((Kind::Contradiction, reason, false));
+    }
     if let Some((qa, qb)) = quantity_opposition(a, b, shared_weight, alike)
         && apart_places.is_none()
     {
@@ -928,6 +945,41 @@ fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<
     (same, apart)
 }
 
+/// Two sentences about one thing (they share two words), in compatible scopes, where one says
+/// one word of an antonym pair and the other the other word (and neither says both): the pair
+/// and the two sentences.
+fn antonym_opposition(a: &Analysis, b: &Analysis) -> Option<(usize, usize, usize)> {
+    for (ca, &sa) in a.clause_sides.iter().enumerate() {
+        if sa == 0 {
+            continue;
+        }
+        for (cb, &sb) in b.clause_sides.iter().enumerate() {
+            if sb == 0 {
+                continue;
+            }
+            for k in 0..32 {
+                let (x, y) = (1u64 << (2 * k), 1u64 << (2 * k + 1));
+                let (ax, ay, bx, by) = (sa & x != 0, sa & y != 0, sb & x != 0, sb & y != 0);
+                if !((ax && !ay && by && !bx) || (ay && !ax && bx && !by)) {
+                    continue;
+                }
+                let scopes = a
+                    .clauses
+                    .get(ca)
+                    .map(|c| c.1)
+                    .zip(b.clauses.get(cb).map(|c| c.1));
+                if scopes.is_some_and(|(p, q)| !p.compatible(&q)) {
+                    continue;
+                }
+                if sentence_overlap(a, ca, b, cb, true) >= 2 * analyze::W_WORD {
+                    return Some((k, ca, cb));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// The weight of the terms two sentences share (words and names; common terms don't count,
 /// nor, with `no_time`, units of time: "hours" says nothing of what is timed).
 fn sentence_overlap(a: &Analysis, ca: usize, b: &Analysis, cb: usize, no_time: bool) -> u32 {
@@ -1184,6 +1236,11 @@ pub fn explain(text: &str) -> String {
             .map(|&t| format!("{}:{}", x.terms[t].key, x.terms[t].weight))
             .collect();
         out.push_str(&format!("sentence {i}: {}\n", keys.join(" ")));
+    }
+    for (i, bits) in x.clause_sides.iter().enumerate() {
+        if *bits != 0 {
+            out.push_str(&format!("sentence {i} antonym sides {bits:#x}\n"));
+        }
     }
     for q in &x.quantities {
         out.push_str(&format!(

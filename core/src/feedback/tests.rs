@@ -819,3 +819,29 @@ fn memories_worded_alike_are_related() {
     );
     assert!(v.is_some(), "{v:?}");
 }
+
+#[test]
+fn antonyms_oppose_without_a_negation() {
+    let v = verdict(
+        "Use absolute imports for sibling modules in the package.",
+        "Use relative imports for sibling modules in the package.",
+    );
+    assert_eq!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
+    assert!(
+        v.unwrap()
+            .1
+            .contains("opposite words (absolute vs relative)"),
+        "reason names the words"
+    );
+    let v = verdict(
+        "Ship each feature as one large pull request so reviewers see it whole.",
+        "Ship each feature as a chain of small pull requests that reviewers can read in one sitting.",
+    );
+    assert_eq!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
+    // A sentence that says both words says neither.
+    let v = verdict(
+        "Run the linter before and after rebasing the branch.",
+        "Run the linter after rebasing the branch.",
+    );
+    assert_ne!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
+}
