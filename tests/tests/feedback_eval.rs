@@ -1,13 +1,12 @@
 //! The feedback detector on the labelled evaluation sets of `tests/feedback-eval/`
 //! (`memsync_e2e::feedback_eval`). Needs no database.
 //!
-//! The development set is what the detector was tuned on: its figures are held as floors so a
-//! change that loses ground shows. The held-out sets are scored and printed, never asserted: a
-//! test that failed on them would invite tuning on them. `heldout` was scored when the detector
-//! was done and once more after a change the regression corpus asked for; `heldout2`, written
-//! afterwards by someone who never saw the detector, was scored once, last. `heldout3`, written
-//! the same way (328 pairs), is checked for form only and not scored yet: it is kept for the next
-//! round of work on the detector, to be scored once when that is done.
+//! The development sets are what the detector is tuned on: `dev`, and `dev2` and `dev3`, which
+//! were held-out sets until the round that scored them (a scored set is spent). Their figures
+//! together are held as floors so a change that loses ground shows. `heldout3`, written by
+//! someone who never saw the detector, is checked for form here and scored once when a round of
+//! work on the detector is done; its figures are printed, never asserted (a test that failed on
+//! them would invite tuning on them).
 
 use memsync_e2e::feedback_eval::{DEV_SETS, EvalSet, HELD_OUT, Label, Score, set_dir};
 
@@ -52,52 +51,40 @@ fn the_sets_are_well_formed_and_large_enough() {
 
 #[test]
 fn development_set_figures_hold() {
-    let set = load("dev");
-    let findings = set.findings();
-    let s = set.score(&findings);
-    println!("{}", s.summary("dev"));
-    // Measured when the detector was last tuned (precision 0.806, recall 0.342, reach 0.863,
-    // 0.77 findings per 100 unrelated pairs); the floors leave room for one or two pairs.
-    assert!(s.precision() >= 0.78, "precision {:.3}", s.precision());
-    assert!(s.recall() >= 0.32, "recall {:.3}", s.recall());
-    assert!(s.reach() >= 0.86, "reach {:.3}", s.reach());
+    let mut all = Score::default();
+    for name in DEV_SETS {
+        let set = load(name);
+        let findings = set.findings();
+        let s = set.score(&findings);
+        println!("{}", s.summary(name));
+        all.merge(&s);
+        // The notice at session start: more pairs listed, never fewer contradictions reached,
+        // and listing all of them reaches every contradiction the detector pairs at all.
+        let curve = set.notice_curve(&findings, 10, &[Some(0), Some(5), Some(8), None]);
+        for w in curve.windows(2) {
+            assert!(
+                w[1].recall >= w[0].recall && w[1].lines >= w[0].lines,
+                "{name}: {curve:?}"
+            );
+        }
+        assert!((curve[3].recall - s.reach()).abs() < 1e-9, "{name}: {curve:?}");
+        assert!((curve[0].recall - s.recall()).abs() < 1e-9, "{name}: {curve:?}");
+    }
+    println!("{}", all.summary("development sets together"));
+    // Measured when the detector was last tuned (precision 0.694, recall 0.328, reach 0.915,
+    // same-subject recall 0.807, 0.80 findings per 100 unrelated pairs); the floors leave room
+    // for two or three pairs.
+    assert!(all.precision() >= 0.68, "precision {:.3}", all.precision());
+    assert!(all.recall() >= 0.31, "recall {:.3}", all.recall());
+    assert!(all.reach() >= 0.90, "reach {:.3}", all.reach());
     assert!(
-        s.unrelated_findings_per_100() <= 1.0,
+        all.same_subject_recall() >= 0.79,
+        "same-subject recall {:.3}",
+        all.same_subject_recall()
+    );
+    assert!(
+        all.unrelated_findings_per_100() <= 1.0,
         "{:.2} findings per 100 unrelated pairs",
-        s.unrelated_findings_per_100()
+        all.unrelated_findings_per_100()
     );
-    // The notice at session start: more pairs listed, never fewer contradictions reached, and
-    // listing all of them reaches every contradiction the detector pairs at all.
-    let curve = set.notice_curve(&findings, 10, &[Some(0), Some(5), Some(8), None]);
-    for w in curve.windows(2) {
-        assert!(
-            w[1].recall >= w[0].recall && w[1].lines >= w[0].lines,
-            "{curve:?}"
-        );
-    }
-    assert!((curve[3].recall - s.reach()).abs() < 1e-9, "{curve:?}");
-    assert!((curve[0].recall - s.recall()).abs() < 1e-9, "{curve:?}");
-}
-
-#[test]
-fn held_out_sets_are_scored() {
-    for name in ["heldout", "heldout2"] {
-        held_out(name);
-    }
-}
-
-fn held_out(name: &str) {
-    let set = load(name);
-    let findings = set.findings();
-    let s = set.score(&findings);
-    println!(
-        "{}",
-        s.summary(&format!("{name} (printed, never asserted)"))
-    );
-    for p in set.notice_curve(&findings, 10, &[Some(0), Some(5), Some(8), Some(10), None]) {
-        println!(
-            "  notice listing at most {:?} related pairs: {:.1} lines, contradictions reaching the agent {:.3}",
-            p.cap, p.lines, p.recall
-        );
-    }
 }
