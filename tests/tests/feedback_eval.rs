@@ -67,8 +67,14 @@ fn development_set_figures_hold() {
                 "{name}: {curve:?}"
             );
         }
-        assert!((curve[3].recall - s.reach()).abs() < 1e-9, "{name}: {curve:?}");
-        assert!((curve[0].recall - s.recall()).abs() < 1e-9, "{name}: {curve:?}");
+        assert!(
+            (curve[3].recall - s.reach()).abs() < 1e-9,
+            "{name}: {curve:?}"
+        );
+        assert!(
+            (curve[0].recall - s.recall()).abs() < 1e-9,
+            "{name}: {curve:?}"
+        );
     }
     println!("{}", all.summary("development sets together"));
     // Measured when the detector was last tuned (precision 0.694, recall 0.328, reach 0.915,

@@ -628,6 +628,21 @@ fn tokenize(
                 cjk: false,
                 word: None,
             });
+            // A file name's compound extension names its kind: `0042_users.down.sql` and
+            // `.down.sql` files are both down migrations.
+            if let Some(dot) = w.find('.').filter(|&d| d > 0)
+                && w[dot..].matches('.').count() >= 2
+                && !w[dot..].contains(['/', ':'])
+            {
+                toks.push(Tok {
+                    start: a,
+                    end: pos(k),
+                    key: w[dot..].to_owned(),
+                    weight: W_WORD,
+                    cjk: false,
+                    word: None,
+                });
+            }
         }
         let original = text.get(a..w_end).unwrap_or("");
         if matches!(original, "IT" | "ITs") {

@@ -646,7 +646,11 @@ pub(crate) fn quantities(x: &Analysis) -> Vec<Quantity> {
         let (start, c) = bytes[i];
         let mut value = None;
         let mut j = i;
-        if c.is_ascii_digit() && (i == 0 || !bytes[i - 1].1.is_alphanumeric()) {
+        if c.is_ascii_digit()
+            && (i == 0
+                || !(bytes[i - 1].1.is_alphanumeric()
+                    || matches!(bytes[i - 1].1, '-' | '_' | '.' | '/')))
+        {
             while j < bytes.len() && (bytes[j].1.is_ascii_digit() || bytes[j].1 == '.') {
                 j += 1;
             }
@@ -681,20 +685,35 @@ pub(crate) fn quantities(x: &Analysis) -> Vec<Quantity> {
         {
             ue = (k + 2).min(bytes.len());
         } else {
-            while ue < bytes.len() && bytes[ue].1.is_alphabetic() && !analyze::is_cjk(bytes[ue].1) {
+            while ue < bytes.len()
+                && bytes[ue].1.is_alphabetic()
+                && !analyze::is_cjk(bytes[ue].1)
+                && !analyze::is_hangul(bytes[ue].1)
+            {
                 ue += 1;
             }
         }
         let uend = bytes.get(ue).map_or(lower.len(), |b| b.0);
         let unit_raw = &lower[us..uend];
         // "3月", "2時間": the unit is the first CJK character or two.
-        let unit = unit_key(unit_raw).or_else(|| {
+        let known = unit_key(unit_raw).or_else(|| {
             unit_raw
                 .chars()
                 .next()
                 .filter(|&c| analyze::is_cjk(c) || analyze::is_hangul(c))
                 .and_then(|c| unit_key(&c.to_string()))
         });
+        // Any other counted word is a unit of its own ("100 MB", "3 retries", "2 replicas"),
+        // compared only between sentences about one thing.
+        let counted = known.is_none()
+            && unit_raw.chars().count() >= 2
+            && unit_raw
+                .chars()
+                .all(|c| c.is_alphabetic() && !analyze::is_cjk(c))
+            && !NUMBER_WORDS.iter().any(|(w, _)| *w == unit_raw)
+            && !lexicon::Lexicon::get().is_stop(unit_raw)
+            && !matches!(unit_raw, "more" | "less" | "times" | "time" | "of" | "per");
+        let unit = known.or_else(|| counted.then(|| format!("#{}", analyze::stem(unit_raw))));
         if let Some(unit) = unit {
             let timed = is_time(&unit);
             let bound = bound_of(&lower[..start], &lower[uend..], timed);
@@ -762,9 +781,9 @@ fn quantity_opposition(
             continue;
         }
         // The sentences are about one thing: the unit is itself the subject (approvals,
-        // columns), or they share two words besides a unit of time (which says nothing of what
-        // is timed), or one and the memories are worded alike.
-        if is_time(&x.unit) {
+        // columns), or they share two words besides a unit of time or any other counted word
+        // (which says little of what is counted), or one and the memories are worded alike.
+        if is_time(&x.unit) || x.unit.starts_with('#') {
             let overlap = sentence_overlap(a, x.clause, b, y.clause, true);
             if overlap < 2 * analyze::W_WORD
                 && (overlap < analyze::W_WORD || alike < SIMILAR_RELATED)
