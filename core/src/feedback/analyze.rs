@@ -431,19 +431,28 @@ fn split_clauses(lower: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut iter = lower.char_indices().peekable();
+    let mut in_code = false;
     while let Some((i, c)) = iter.next() {
         let next = iter.peek().map(|(_, n)| *n);
-        let boundary = match c {
-            '\n' | '!' | '?' | ';' | '。' | '！' | '？' | '；' => true,
-            '.' => {
-                next.is_none_or(char::is_whitespace)
-                    && !lower[start..i].ends_with("e.g")
-                    && !lower[start..i].ends_with("i.e")
-                    && !lower[start..i].ends_with("etc")
-                    && !lower[start..i].ends_with("vs")
-            }
-            _ => false,
-        };
+        // `HttpOnly; Secure` is one code span, not two sentences (a line still ends one).
+        if c == '`' {
+            in_code = !in_code;
+        }
+        if c == '\n' {
+            in_code = false;
+        }
+        let boundary = !in_code
+            && match c {
+                '\n' | '!' | '?' | ';' | '。' | '！' | '？' | '；' => true,
+                '.' => {
+                    next.is_none_or(char::is_whitespace)
+                        && !lower[start..i].ends_with("e.g")
+                        && !lower[start..i].ends_with("i.e")
+                        && !lower[start..i].ends_with("etc")
+                        && !lower[start..i].ends_with("vs")
+                }
+                _ => false,
+            };
         // `!` right after a word is a Rust macro (`println!`), not the end of a sentence.
         let macro_bang = c == '!'
             && lower[..i]

@@ -592,6 +592,22 @@ const CUES: &[(&str, Cue)] = &[
     ("plutôt que", Cue::Flip),
     ("à la place de", Cue::Flip),
     ("mais", Cue::But),
+    // Portuguese.
+    ("sempre", PRE_POS),
+    ("deve", PRE_POS),
+    ("devem", PRE_POS),
+    ("temos que", PRE_POS),
+    ("não", PRE_NEG),
+    ("nem", PRE_NEG),
+    ("evite", PRE_NEG),
+    ("é proibido", POST_NEG),
+    ("proibido", PRE_NEG),
+    ("pode", PRE_PERMIT),
+    ("podem", PRE_PERMIT),
+    ("não precisa", PRE_OPT),
+    ("em vez de", Cue::Flip),
+    ("ao invés de", Cue::Flip),
+    ("mas", Cue::But),
 ];
 
 /// Words that say nothing about the subject (after the cues, which are never subject terms).

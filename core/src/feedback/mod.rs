@@ -706,6 +706,7 @@ pub(crate) fn quantities(x: &Analysis) -> Vec<Quantity> {
         // Any other counted word is a unit of its own ("100 MB", "3 retries", "2 replicas"),
         // compared only between sentences about one thing.
         let counted = known.is_none()
+            && c.is_ascii_digit()
             && unit_raw.chars().count() >= 2
             && unit_raw
                 .chars()
