@@ -348,6 +348,14 @@ pub(crate) fn stem(w: &str) -> String {
     } else if s.ends_with('s') {
         s.pop();
     }
+    // Adverbs read as their adjective: "relatively", "locally", "strictly", "separately".
+    if ["ally", "ively", "ctly", "ntly", "tely", "rly"]
+        .iter()
+        .any(|x| s.ends_with(x))
+        && s.chars().count() > 6
+    {
+        s.truncate(s.len() - 2);
+    }
     // Nouns of action: "approval", "removal", "proposal" read as "approve", "remove", "propose".
     if ["oval", "ival", "sal", "wal"]
         .iter()

@@ -670,6 +670,11 @@ pub(crate) fn quantities(x: &Analysis) -> Vec<Quantity> {
             i += 1;
             continue;
         };
+        // "max 100. No offsets": a number that ends a sentence counts nothing.
+        if lower[start..bytes.get(j).map_or(lower.len(), |b| b.0)].ends_with('.') {
+            i = j.max(i + 1);
+            continue;
+        }
         // The unit: the next word (skipping a space or hyphen), or the CJK characters after it.
         let mut k = j;
         while k < bytes.len() && matches!(bytes[k].1, ' ' | '-' | '\u{a0}') {
