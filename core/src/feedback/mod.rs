@@ -182,8 +182,10 @@ pub fn check_one(candidate: &Note<'_>, against: &[Note<'_>]) -> Vec<Finding> {
 /// Memories worded this much alike (the cosine of their character n-grams, `similar.rs`) are
 /// about one subject even when no term they share weighs enough.
 const SIMILAR_RELATED: f32 = 0.21;
-/// Memories worded less alike than this are not called contradictions.
-const SIMILAR_OPPOSE: f32 = 0.15;
+/// Memories worded less alike than this are not called contradictions…
+const SIMILAR_OPPOSE: f32 = 0.18;
+/// …unless their shared subject is at least this much of both (Dice, in thousandths).
+const SHARED_FIRM: u32 = 500;
 /// Shared terms must weigh this much (two ordinary words, one identifier) to make a subject.
 const RELATED_MIN: u32 = 2 * analyze::W_WORD;
 /// Opposed terms of one sentence pair must weigh this much to make a contradiction.
@@ -234,13 +236,17 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
     match found {
         // A flipped word between memories worded nothing alike is more often two rules about
         // different things than one rule and its opposite. Two different picks of an exclusive
-        // lexicon concept (tabs vs spaces, in two languages) and amounts that cannot both hold
-        // are firmer evidence.
-        Some((Kind::Contradiction, reason, firm)) if alike < SIMILAR_OPPOSE && !firm => Some((
-            Kind::Related,
-            format!("{reason} (but worded too differently to call it a contradiction)"),
-            closeness,
-        )),
+        // lexicon concept (tabs vs spaces, in two languages), amounts that cannot both hold, and
+        // short memories that share half their subject are firmer evidence.
+        Some((Kind::Contradiction, reason, firm))
+            if alike < SIMILAR_OPPOSE && !firm && dice < SHARED_FIRM =>
+        {
+            Some((
+                Kind::Related,
+                format!("{reason} (but worded too differently to call it a contradiction)"),
+                closeness,
+            ))
+        }
         Some((Kind::Contradiction, reason, _)) => Some((Kind::Contradiction, reason, 1000)),
         Some((Kind::Related, reason, _)) => Some((Kind::Related, reason, closeness)),
         None if alike >= SIMILAR_RELATED && shared_weight >= analyze::W_WORD => Some((
