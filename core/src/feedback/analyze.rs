@@ -1144,6 +1144,8 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
         seg_snip: Vec<(usize, usize)>,
         scope: Scope,
         seg_scope: Vec<Scope>,
+        /// Literals in backticks given as examples ("e.g. `Add retry to uploader`").
+        examples: Vec<(usize, usize)>,
     }
 
     let mut outs = Vec::with_capacity(clauses.len());
@@ -1303,6 +1305,40 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
             seg_snip,
             scope,
             seg_scope,
+            examples: code_spans
+                .iter()
+                .copied()
+                .filter(|&(a, _)| {
+                    let before = &lower[s..a];
+                    let before = before
+                        .char_indices()
+                        .rev()
+                        .nth(24)
+                        .map_or(before, |(i, _)| &before[i..]);
+                    [
+                        "e.g",
+                        "for example",
+                        "for instance",
+                        "such as",
+                        "like ",
+                        "z.b",
+                        "zum beispiel",
+                        "par exemple",
+                        "p.ex",
+                        "por ejemplo",
+                        "p.ej",
+                        "例如",
+                        "比如",
+                        "例えば",
+                        "例:",
+                        "예:",
+                        "예를 들어",
+                        "ad esempio",
+                    ]
+                    .iter()
+                    .any(|m| before.contains(m))
+                })
+                .collect(),
         });
     }
 
@@ -1342,6 +1378,11 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
             let Ok(term) = terms.binary_search_by(|x| x.key.as_str().cmp(&t.key)) else {
                 continue;
             };
+            // A literal given as an example ("e.g. `Add retry to uploader`"): what it is about
+            // counts, not the stance of the sentence quoting it.
+            if o.examples.iter().any(|&(a, b)| t.start >= a && t.start < b) {
+                continue;
+            }
             if term_stances.len() >= MAX_TERM_STANCES {
                 break;
             }
