@@ -7,7 +7,8 @@
 //! [`compare`] always agree), explains every finding in one line, and reads untrusted text: it
 //! never panics and its work per memory is bounded (only the first 4 KiB of rule text and 1 KiB
 //! of description are read, at most 64 sentences; the lexicon is matched with the `regex` and
-//! `aho-corasick` automata, linear in the text). The lexicon is compiled once per process, on
+//! `aho-corasick` automata, linear in the text; the wording profile reads at most 6,000
+//! characters). The lexicon is compiled once per process, on
 //! first use (~0.25 s). Each memory is read once (~0.35 ms in release), then each pair is
 //! compared from what was read: 300 × 300 memories take ~0.12 s after the ~0.2 s of reading
 //! (`memsync-feedback-eval --bench 300`).
@@ -67,11 +68,32 @@
 //!    ordinary words (one identifier is enough), so one shared verb ("commit") is not a
 //!    contradiction; under a strongly shared subject (a fifth of both directives' weight, four
 //!    words, no lexicon concept in common) one opposed word is enough. A pick of a lexicon
-//!    concept opposes only when the concept is the subject of both (more shared than the
-//!    concept, or named in both headlines: "run `pnpm format`" and "`npm test -u`" are about
-//!    other things). Different amounts of one unit (time, percent, columns, approvals) under a
-//!    shared subject oppose too: "keep old versions 6 months" vs "switch them off after 3".
-//! 5. **Scope.** Qualifiers separate rules: shared/main branches vs your own/feature branch;
+//!    concept opposes only when it is what the two sentences are about: they share a word
+//!    beyond the concept, or the concept heads both memories and they share more than it
+//!    ("las tablas van en snake_case" and "flag keys are kebab-case" name different things).
+//!    A literal given as an example ("e.g. `Add retry to uploader`") takes no stance.
+//!    Without a negation, two sentences about one thing (two words in common) oppose when one
+//!    says a word of an antonym pair and the other the other word: before/after, add/remove,
+//!    manual/automatic, sync/async, one large/a chain of small, plural/singular,
+//!    absolute/relative, explicit/implicit, pinned/latest… (`lexicon::ANTONYMS`; a sentence
+//!    that says both says neither). Amounts oppose when they cannot both hold: each amount
+//!    carries its unit (time, percent, columns, approvals, or any counted word: "100 MB",
+//!    "3 retries") and its bound ("within 5 minutes" and "up to 500" are at most, "at least 6
+//!    months" at least); following the first must keep to the second, so "within 15 minutes"
+//!    breaks "within 5 minutes" but not the other way round, and a 10-minute lifetime keeps to
+//!    "at most 15 minutes". Amounts compare only in compatible scopes ("staging backups 7 days"
+//!    vs "production backups 90 days" do not) and in sentences about one thing (two words in
+//!    common besides a unit of time or a counted word, or one and memories worded alike).
+//! 5. **Wording.** Each memory's name and directive also get a profile of character n-grams
+//!    (3–5 characters inside each word; `similar.rs`), compared by cosine. It sees one subject
+//!    under other spellings, inflections and some translations ("migration", "Migrationen",
+//!    "migración"; "Postgres", "PostgreSQL") and reads CJK text unsegmented. A pair that shares
+//!    a word and is worded alike (cosine at least 0.21) is `related` even when its shared terms
+//!    weigh too little; and a contradiction from plain terms or a same-choice pick between
+//!    memories worded less alike than 0.18 (and sharing under half their subject) is reported
+//!    as `related` with the opposing parts quoted: a flipped word between two rules worded
+//!    nothing alike was, on the development sets, more often two rules about different things.
+//! 6. **Scope.** Qualifiers separate rules: shared/main branches vs your own/feature branch;
 //!    where the text goes (logs, display — CLI output, UI —, storage and APIs, commit messages,
 //!    PR text, code comments, source code, docs, replies); tests vs production code; unit vs
 //!    integration tests; frontend vs backend; CI vs local; the language of the code (also told
@@ -85,7 +107,7 @@
 //!    stances are in different scopes when, in some dimension, both name values and none in
 //!    common; a rule that names no value applies to all of them (so "never force-push" does
 //!    contradict "force-pushing your own branch is fine").
-//! 6. **Verdict.** Opposition in compatible scopes → [`Kind::Contradiction`]; a shared subject
+//! 7. **Verdict.** Opposition in compatible scopes → [`Kind::Contradiction`]; a shared subject
 //!    (including opposition only across different scopes) → [`Kind::Related`]; otherwise
 //!    nothing. The reason names the shared subject, the scope both name, and quotes the two
 //!    opposing sentence parts, e.g. `both about the database in tests (integration tests);
@@ -94,12 +116,13 @@
 //!    directives`.
 //!
 //! What it does not do: it does not understand exceptions beyond the scope words ("only for
-//! hotfixes"), antonyms ("before" vs "after"), conventions outside the lexicon (RFC 7807 vs a
-//! custom envelope), nor what a rule presupposes. Measured on labelled sets written without
-//! seeing it (`tests/feedback-eval/`, `memsync-feedback-eval --set dev|heldout`; figures in
-//! `docs/protocol.md`), it finds the same subject for nearly nine in ten contradicting pairs but
-//! calls only a third of them contradictions, and on the held-out set about half of its
-//! contradiction verdicts are wrong. The hand-written regression corpus
+//! hotfixes"), conventions outside the lexicon (RFC 7807 vs a custom envelope), scopes it has
+//! no words for ("the CLI" vs "services", "server components" vs "client components"), nor
+//! what a rule presupposes. Measured on labelled sets written without seeing it
+//! (`tests/feedback-eval/`, `memsync-feedback-eval --set dev+|heldout3`; figures in
+//! `docs/protocol.md`), it finds nine in ten contradicting pairs as the same subject but calls
+//! only a third of them contradictions, and on a set it was not tuned on about a third of its
+//! `contradiction` verdicts are wrong. The hand-written regression corpus
 //! (`tests/src/feedback_corpus.rs`) lists every case it gets wrong there, with the reason.
 //! Each finding carries a `likelihood` that ranks the related pairs the session-start notice
 //! lists.
@@ -142,9 +165,9 @@ pub struct Finding {
     /// One line naming the shared subject and the opposing cues.
     pub reason: String,
     /// How likely the pair is to contradict, 0–1000: 1000 for a contradiction; for a related
-    /// pair, how much of the two directives is shared (the Dice coefficient of their weighted
-    /// subject terms, in thousandths, at most 999). Ranks the related pairs the session-start
-    /// notice lists.
+    /// pair, how close the two are (the better of the Dice coefficient of their weighted
+    /// subject terms and the cosine of their wording, in thousandths, at most 999). Ranks the
+    /// related pairs the session-start notice lists.
     pub likelihood: u32,
 }
 
