@@ -8,10 +8,9 @@
 //! never panics and its work per memory is bounded (only the first 4 KiB of rule text and 1 KiB
 //! of description are read, at most 64 sentences; the lexicon is matched with the `regex` and
 //! `aho-corasick` automata, linear in the text; the wording profile reads at most 6,000
-//! characters). The lexicon is compiled once per process, on
-//! first use (~0.25 s). Each memory is read once (~0.35 ms in release), then each pair is
-//! compared from what was read: 300 × 300 memories take ~0.12 s after the ~0.2 s of reading
-//! (`memsync-feedback-eval --bench 300`).
+//! characters). The lexicon is compiled once per process, on first use (~0.13 s). Each memory
+//! is read once (~0.17 ms in release), then each pair is compared from what was read: 300 × 300
+//! memories take ~0.1 s after the ~0.1 s of reading (`memsync-feedback-eval --bench 300`).
 //!
 //! # Method
 //!
