@@ -4,9 +4,10 @@
 //! The development sets are what the detector is tuned on: `dev`, and `dev2` and `dev3`, which
 //! were held-out sets until the round that scored them (a scored set is spent). Their figures
 //! together are held as floors so a change that loses ground shows. `heldout3`, written by
-//! someone who never saw the detector, is checked for form here and scored once when a round of
-//! work on the detector is done; its figures are printed, never asserted (a test that failed on
-//! them would invite tuning on them).
+//! someone who never saw the detector, was scored once, when round three of work on the
+//! detector was done (`docs/protocol.md`); its figures are printed, never asserted (a test that
+//! failed on them would invite tuning on them). Scored, it is spent: the next round tunes on it
+//! and needs a fresh held-out set.
 
 use memsync_e2e::feedback_eval::{DEV_SETS, EvalSet, HELD_OUT, Label, Score, set_dir};
 
@@ -93,4 +94,21 @@ fn development_set_figures_hold() {
         "{:.2} findings per 100 unrelated pairs",
         all.unrelated_findings_per_100()
     );
+}
+
+#[test]
+fn held_out_set_is_scored() {
+    let set = load(HELD_OUT);
+    let findings = set.findings();
+    let s = set.score(&findings);
+    println!(
+        "{}",
+        s.summary(&format!("{HELD_OUT} (printed, never asserted)"))
+    );
+    for p in set.notice_curve(&findings, 10, &[Some(0), Some(5), Some(8), Some(10), None]) {
+        println!(
+            "  notice listing at most {:?} related pairs: {:.1} lines, contradictions reaching the agent {:.3}",
+            p.cap, p.lines, p.recall
+        );
+    }
 }

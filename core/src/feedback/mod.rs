@@ -119,9 +119,9 @@
 //! no words for ("the CLI" vs "services", "server components" vs "client components"), nor
 //! what a rule presupposes. Measured on labelled sets written without seeing it
 //! (`tests/feedback-eval/`, `memsync-feedback-eval --set dev+|heldout3`; figures in
-//! `docs/protocol.md`), it finds nine in ten contradicting pairs as the same subject but calls
-//! only a third of them contradictions, and on a set it was not tuned on about a third of its
-//! `contradiction` verdicts are wrong. The hand-written regression corpus
+//! `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
+//! but calls only a third to two fifths of them contradictions, and on the set it was not tuned
+//! on about a third of its `contradiction` verdicts are wrong. The hand-written regression corpus
 //! (`tests/src/feedback_corpus.rs`) lists every case it gets wrong there, with the reason.
 //! Each finding carries a `likelihood` that ranks the related pairs the session-start notice
 //! lists.
