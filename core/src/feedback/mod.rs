@@ -616,7 +616,47 @@ const NUMBER_WORDS: &[(&str, f64)] = &[
     ("four", 4.0),
     ("five", 5.0),
     ("six", 6.0),
+    ("seven", 7.0),
+    ("eight", 8.0),
+    ("nine", 9.0),
     ("ten", 10.0),
+    ("twelve", 12.0),
+    ("fifteen", 15.0),
+    ("twenty", 20.0),
+    ("thirty", 30.0),
+    ("vier", 4.0),
+    ("fünf", 5.0),
+    ("sechs", 6.0),
+    ("sieben", 7.0),
+    ("zehn", 10.0),
+    ("zwölf", 12.0),
+    ("quatre", 4.0),
+    ("cinq", 5.0),
+    ("sept", 7.0),
+    ("dix", 10.0),
+    ("cuatro", 4.0),
+    ("cinco", 5.0),
+    ("seis", 6.0),
+    ("diez", 10.0),
+    ("quatro", 4.0),
+    ("dez", 10.0),
+    ("due", 2.0),
+    ("tre", 3.0),
+    ("cinque", 5.0),
+    ("dieci", 10.0),
+    ("twee", 2.0),
+    ("drie", 3.0),
+    ("vijf", 5.0),
+    ("tien", 10.0),
+    ("två", 2.0),
+    ("fem", 5.0),
+    ("tio", 10.0),
+    ("dwa", 2.0),
+    ("trzy", 3.0),
+    ("pięć", 5.0),
+    ("iki", 2.0),
+    ("üç", 3.0),
+    ("beş", 5.0),
     ("single", 1.0),
     ("once", 1.0),
     ("twice", 2.0),
@@ -643,13 +683,20 @@ const NUMBER_WORDS: &[(&str, f64)] = &[
 fn unit_key(word: &str) -> Option<String> {
     let w = analyze::stem(word);
     let w = match w.as_str() {
-        "minut" | "min" | "mins" | "分" | "分钟" | "분" => "minute",
-        "hour" | "hr" | "hrs" | "h" | "時間" | "小时" | "시간" | "stund" | "heur" => "hour",
-        "day" | "日" | "天" | "일" | "tag" | "jour" | "día" | "dia" => "day",
-        "week" | "週" | "周" | "주" | "woch" | "semain" | "semana" => "week",
-        "month" | "个月" | "ヶ月" | "か月" | "개월" | "monat" | "moi" | "mes" | "mese" => {
-            "month"
-        }
+        "s" | "sec" | "secs" | "second" | "秒" | "초" | "sekund" | "seconde" | "segundo"
+        | "secondi" | "seconden" | "saniy" => "second",
+        "minut" | "min" | "mins" | "分" | "分钟" | "분" | "minuto" | "minuten" | "minuter"
+        | "dakika" => "minute",
+        "hour" | "hr" | "hrs" | "h" | "時間" | "小时" | "시간" | "stund" | "stunden" | "heur"
+        | "hora" | "or" | "uur" | "timm" | "timmar" | "godzin" | "saat" => "hour",
+        "day" | "日" | "天" | "일" | "tag" | "tagen" | "jour" | "día" | "dia" | "giorni"
+        | "giorno" | "dag" | "dagen" | "dagar" | "dni" | "dzień" | "gün" => "day",
+        "week" | "週" | "周" | "주" | "woch" | "wochen" | "semain" | "semana" | "settiman"
+        | "weken" | "veckor" | "vecka" | "tygodni" | "hafta" => "week",
+        "month" | "个月" | "ヶ月" | "か月" | "개월" | "monat" | "monaten" | "moi" | "mes"
+        | "mese" | "mesi" | "maand" | "maanden" | "månad" | "månader" | "miesięcy" => "month",
+        "year" | "年" | "년" | "jahr" | "jahren" | "an" | "ann" | "anné" | "año" | "ano"
+        | "anni" | "anno" | "jaar" | "jaren" | "år" | "lat" | "rok" | "yıl" => "year",
         "%" | "percent" | "prozent" | "pourcent" | "por" => "percent",
         "column" | "char" | "character" | "col" => "columns",
         "approval" | "approv" | "reviewer" | "review" => "approvals",
@@ -660,7 +707,10 @@ fn unit_key(word: &str) -> Option<String> {
 
 /// Whether a unit key counts time.
 fn is_time(unit: &str) -> bool {
-    matches!(unit, "minute" | "hour" | "day" | "week" | "month")
+    matches!(
+        unit,
+        "second" | "minute" | "hour" | "day" | "week" | "month" | "year"
+    )
 }
 
 /// Amounts in a directive, with the unit they count (time units, percentages, columns,
@@ -797,9 +847,17 @@ fn quantity_opposition(
     let one_value = |q: &[Quantity], unit: &str| -> Option<Quantity> {
         let mut of_unit = q.iter().filter(|z| z.unit == unit);
         let first = of_unit.next()?;
-        of_unit
-            .all(|z| (z.value - first.value).abs() < f64::EPSILON && z.bound == first.bound)
-            .then(|| first.clone())
+        let mut one = first.clone();
+        for z in of_unit {
+            if (z.value - first.value).abs() >= f64::EPSILON {
+                return None;
+            }
+            // "at most 30 days … after 30 days": the bound is what the amount says.
+            if one.bound == Bound::Exact {
+                one.bound = z.bound;
+            }
+        }
+        Some(one)
     };
     for x in qa {
         let (Some(x), Some(y)) = (one_value(qa, &x.unit), one_value(qb, &x.unit)) else {
@@ -818,9 +876,9 @@ fn quantity_opposition(
         // columns), or they share two words besides a unit of time or any other counted word
         // (which says little of what is counted), or one and the memories are worded alike.
         if is_time(&x.unit) || x.unit.starts_with('#') {
-            let overlap = sentence_overlap(a, x.clause, b, y.clause, true);
-            if overlap < 2 * analyze::W_WORD
-                && (overlap < analyze::W_WORD || alike < SIMILAR_RELATED)
+            let strict = sentence_overlap(a, x.clause, b, y.clause, true, analyze::W_WORD);
+            let loose = sentence_overlap(a, x.clause, b, y.clause, true, 1);
+            if strict < 2 * analyze::W_WORD && (loose < analyze::W_WORD || alike < SIMILAR_RELATED)
             {
                 continue;
             }
@@ -973,7 +1031,8 @@ fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<
             }
             // Two different picks explain the conflict better than "X" vs "not X".
             let weight = W_CONCEPT + u32::from(sa.choice != sb.choice);
-            let anchored = sentence_overlap(a, sa.clause, b, sb.clause, false) >= analyze::W_WORD;
+            let anchored = sentence_overlap(a, sa.clause, b, sb.clause, false, analyze::W_WORD)
+                >= analyze::W_WORD;
             let o = Opposition {
                 anchored,
                 subject: concept_label(sa.concept).to_owned(),
@@ -1024,7 +1083,7 @@ fn antonym_opposition(a: &Analysis, b: &Analysis) -> Option<(usize, usize, usize
                 if scopes.is_some_and(|(p, q)| !p.compatible(&q)) {
                     continue;
                 }
-                if sentence_overlap(a, ca, b, cb, true) >= 2 * analyze::W_WORD {
+                if sentence_overlap(a, ca, b, cb, true, analyze::W_WORD) >= 2 * analyze::W_WORD {
                     return Some((k, ca, cb));
                 }
             }
@@ -1033,16 +1092,24 @@ fn antonym_opposition(a: &Analysis, b: &Analysis) -> Option<(usize, usize, usize
     None
 }
 
-/// The weight of the terms two sentences share (words and names; common terms don't count,
-/// nor, with `no_time`, units of time: "hours" says nothing of what is timed).
-fn sentence_overlap(a: &Analysis, ca: usize, b: &Analysis, cb: usize, no_time: bool) -> u32 {
+/// The weight of the terms two sentences share that weigh at least `min_weight` in both
+/// (CJK pairs always count), without, with `no_time`, units of time: "hours" says nothing of
+/// what is timed.
+fn sentence_overlap(
+    a: &Analysis,
+    ca: usize,
+    b: &Analysis,
+    cb: usize,
+    no_time: bool,
+    min_weight: u32,
+) -> u32 {
     let (Some(ta), Some(tb)) = (a.clause_terms.get(ca), b.clause_terms.get(cb)) else {
         return 0;
     };
     let mut w = 0;
     for &i in ta {
         let t = &a.terms[i];
-        if t.weight < analyze::W_WORD && !t.cjk {
+        if t.weight < min_weight && !t.cjk {
             continue;
         }
         if no_time && unit_key(&t.key).is_some_and(|u| is_time(&u)) {
@@ -1050,7 +1117,7 @@ fn sentence_overlap(a: &Analysis, ca: usize, b: &Analysis, cb: usize, no_time: b
         }
         if let Some(&j) = tb.iter().find(|&&j| b.terms[j].key == t.key) {
             let m = t.weight.min(b.terms[j].weight);
-            if m >= analyze::W_WORD || t.cjk && b.terms[j].cjk {
+            if m >= min_weight || t.cjk && b.terms[j].cjk {
                 w += m;
             }
         }
