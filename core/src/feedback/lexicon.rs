@@ -2032,7 +2032,13 @@ impl Lexicon {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for m in ac.find_iter(lower) {
+        // A match inside a longer word ("go with" in "go without") is dropped and the search
+        // goes on from its next character, so the cue it hid ("without") is still found.
+        let mut at = 0;
+        while at < lower.len() {
+            let Some(m) = ac.find(aho_corasick::Input::new(lower).span(at..lower.len())) else {
+                break;
+            };
             let (s, e) = (m.start(), m.end());
             let pat = &lower[s..e];
             let before = lower[..s].chars().next_back();
@@ -2041,15 +2047,16 @@ impl Lexicon {
             let last = pat.chars().next_back();
             let word_start = first.is_some_and(is_latin_wordish);
             let word_end = last.is_some_and(is_latin_wordish);
-            if word_start && before.is_some_and(|c| joins_word(c) || c == '.' || c == '/') {
-                continue;
-            }
-            if word_end && after.is_some_and(joins_word) {
+            if word_start && before.is_some_and(|c| joins_word(c) || c == '.' || c == '/')
+                || word_end && after.is_some_and(joins_word)
+            {
+                at = s + lower[s..].chars().next().map_or(1, char::len_utf8);
                 continue;
             }
             if let Some(kind) = self.cue_kinds.get(m.pattern().as_usize()) {
                 out.push((s, e, *kind));
             }
+            at = e.max(s + 1);
         }
         out
     }
