@@ -941,9 +941,22 @@ fn resolve(items: &[Item], n_tok: usize, n_anchor: usize, toks: &[Tok], lower: &
     // The topic before a cue has no polarity of its own, except a lexicon choice that a strong
     // or negative cue is about ("tabs must never be used"); after a weak verb the topic is its
     // subject, not its object ("new feature flags default to off").
-    fn flush_topic(r: &mut Resolved, pending: &mut Vec<(ItemKind, Shield)>, anchor: Option<Pol>) {
+    // A choice in an earlier part of the sentence is not what the cue is about ("start with a
+    // lowercase letter, carry no trailing punctuation"): it is stated as done there, unless a
+    // cue came before it.
+    fn flush_topic(
+        r: &mut Resolved,
+        pending: &mut Vec<(ItemKind, Shield)>,
+        anchor: Option<Pol>,
+        (seg, seen_cue): (usize, bool),
+    ) {
         for (k, sh) in pending.drain(..) {
             match k {
+                ItemKind::Anchor(i) | ItemKind::AnchorInCue(i)
+                    if r.anchor_seg.get(i).is_some_and(|&s| s < seg) =>
+                {
+                    assign(r, k, shielded(k, sh, (!seen_cue).then_some(Pol::Pos)))
+                }
                 ItemKind::Anchor(_) | ItemKind::AnchorInCue(_) => {
                     assign(r, k, shielded(k, sh, anchor))
                 }
@@ -983,6 +996,7 @@ fn resolve(items: &[Item], n_tok: usize, n_anchor: usize, toks: &[Tok], lower: &
                 }
             }
             ItemKind::Cue(Cue::Polar { pol, dir, strong }) => {
+                let seen_before = seen_cue;
                 seen_cue = true;
                 shield = Shield::None;
                 if pol == Pol::Pos && lower[item.pos..].starts_with("prefer") {
@@ -999,12 +1013,13 @@ fn resolve(items: &[Item], n_tok: usize, n_anchor: usize, toks: &[Tok], lower: &
                                 !matches!(i.kind, ItemKind::Comma | ItemKind::Cue(Cue::But))
                             })
                             .any(|i| matches!(i.kind, ItemKind::Tok(_) | ItemKind::Anchor(_)));
+                        let at = (seg, seen_before);
                         if follows {
                             let anchor = (strong || pol != Pol::Pos).then_some(pol);
-                            flush_topic(&mut r, &mut pending, anchor);
+                            flush_topic(&mut r, &mut pending, anchor, at);
                         } else if !strong && pol == Pol::Pos {
                             // "new feature flags default to off": the subject of a verb.
-                            flush_topic(&mut r, &mut pending, None);
+                            flush_topic(&mut r, &mut pending, None, at);
                         } else {
                             flush(&mut r, &mut pending, Some(pol));
                         }
