@@ -1168,11 +1168,14 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
     let mut note_scope = Scope::default();
     for (ci, &(s, e)) in clauses.iter().enumerate() {
         let code_spans = backtick_spans(&lower, s, e);
+        // "Alerts without a runbook_url fail lint": what a thing fails without, it needs.
+        let needs = lex.fails_without(&lower[s..e]);
         let cues: Vec<(usize, usize, Cue)> = lex
             .cues(&lower[s..e])
             .into_iter()
             .map(|(a, b, c)| (s + a, s + b, c))
             .filter(|&(a, b, _)| !code_spans.iter().any(|&sp| overlaps(sp, (a, b))))
+            .filter(|&(a, b, c)| !(needs && c == Cue::Flip && &lower[a..b] == "without"))
             .collect();
         let cue_spans: Vec<(usize, usize)> = cues.iter().map(|&(a, b, _)| (a, b)).collect();
         let toks = tokenize(lex, &text, &lower, (s, e), &cue_spans, &code_spans);

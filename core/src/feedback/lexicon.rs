@@ -2061,6 +2061,21 @@ impl Lexicon {
         out
     }
 
+    /// Whether a sentence says that something without X fails ("PRs without a ticket are
+    /// blocked", "alerts without runbook_url fail lint"): a requirement of X, not a rule
+    /// against it.
+    pub(crate) fn fails_without(&self, lower: &str) -> bool {
+        static RE: OnceLock<Option<Regex>> = OnceLock::new();
+        RE.get_or_init(|| {
+            Regex::new(&ascii_bounds(
+                r"\bwithout\b.{0,80}?\b(?:fail(?:s|ed)?|(?:are|is|get|gets) (?:rejected|refused|blocked|bounced)|cannot be merged|can't be merged|won't (?:pass|merge|build|deploy))\b",
+            ))
+            .ok()
+        })
+        .as_ref()
+        .is_some_and(|r| r.is_match(lower))
+    }
+
     pub(crate) fn is_stop(&self, word: &str) -> bool {
         self.stop.contains(word)
     }

@@ -845,3 +845,17 @@ fn antonyms_oppose_without_a_negation() {
     );
     assert_ne!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
 }
+
+#[test]
+fn what_fails_without_something_needs_it() {
+    let v = verdict(
+        "Every alert carries a `runbook_url` annotation.",
+        "Alerts without a `runbook_url` annotation fail the lint job.",
+    );
+    assert_ne!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
+    let v = verdict(
+        "Alerts may go out without a `runbook_url` annotation.",
+        "Alerts without a `runbook_url` annotation fail the lint job.",
+    );
+    assert!(v.is_some(), "{v:?}");
+}
