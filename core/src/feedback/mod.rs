@@ -1032,6 +1032,7 @@ fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<
             // Two different picks explain the conflict better than "X" vs "not X".
             let weight = W_CONCEPT + u32::from(sa.choice != sb.choice);
             let anchored = sentence_overlap(a, sa.clause, b, sb.clause, false, analyze::W_WORD)
+                .saturating_sub(part_overlap(a, sa.clause, b, sb.clause))
                 >= analyze::W_WORD;
             let o = Opposition {
                 anchored,
@@ -1090,6 +1091,34 @@ fn antonym_opposition(a: &Analysis, b: &Analysis) -> Option<(usize, usize, usize
         }
     }
     None
+}
+
+/// The weight of the shared words of two sentences that are only parts of a compound name in
+/// one of them ("snake" of `SCREAMING_SNAKE_CASE` and of `snake_case`): they say the two name
+/// alike, not that they are about one thing.
+fn part_overlap(a: &Analysis, ca: usize, b: &Analysis, cb: usize) -> u32 {
+    let (Some(ta), Some(tb)) = (a.clause_terms.get(ca), b.clause_terms.get(cb)) else {
+        return 0;
+    };
+    let compound = |x: &Analysis, ts: &[usize], key: &str| {
+        ts.iter().any(|&t| {
+            let k = &x.terms[t].key;
+            k.len() > key.len() && k.contains(['_', '-']) && k.contains(key)
+        })
+    };
+    let mut w = 0;
+    for &i in ta {
+        let t = &a.terms[i];
+        if t.cjk || t.weight < analyze::W_WORD {
+            continue;
+        }
+        if let Some(&j) = tb.iter().find(|&&j| b.terms[j].key == t.key)
+            && (compound(a, ta, &t.key) || compound(b, tb, &t.key))
+        {
+            w += t.weight.min(b.terms[j].weight);
+        }
+    }
+    w
 }
 
 /// The weight of the terms two sentences share that weigh at least `min_weight` in both

@@ -859,3 +859,14 @@ fn what_fails_without_something_needs_it() {
     );
     assert!(v.is_some(), "{v:?}");
 }
+
+#[test]
+fn two_names_that_share_a_part_are_not_one_subject() {
+    let v = verdict(
+        "Each API error carries a stable machine-readable code in SCREAMING_SNAKE_CASE, like \
+         `CARD_DECLINED` or `QUOTA_EXCEEDED`.",
+        "CSV exports always start with a header row using snake_case column names, one row per \
+         order line.",
+    );
+    assert_ne!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
+}
