@@ -322,15 +322,15 @@ fn verdict(
             .any(|s| s.concept == c && s.snip.0 >= x.headline.1)
     };
     // A pick of a concept contradicts when the two sentences are about one thing (they share a
-    // word beyond the concept), or the concept heads both memories and they share more than it:
-    // "las tablas van en snake_case" and "flag keys are kebab-case" name different things.
+    // word beyond the concept), or the concept heads both memories and they share more than it
+    // or half of what they say (Dice): "las tablas van en snake_case" and "flag keys are
+    // kebab-case" name different things.
     let headlines =
         |o: &Opposition| headline_concept(a, o.concept) && headline_concept(b, o.concept);
     let c_same = c_same.filter(|o| {
         let subject = o.anchored
             || headlines(o)
-                && (beyond_concepts >= RELATED_MIN
-                    || 2 * shared_weight >= a.weight().min(b.weight()));
+                && (beyond_concepts >= RELATED_MIN || 4 * shared_weight >= a.weight() + b.weight());
         subject
             && (beyond_concepts >= analyze::W_WORD
                 || (o.two_picks && headlines(o))
