@@ -872,10 +872,11 @@ fn quantity_opposition(
         {
             continue;
         }
-        // The sentences are about one thing: the unit is itself the subject (approvals,
-        // columns), or they share two words besides a unit of time or any other counted word
-        // (which says little of what is counted), or one and the memories are worded alike.
-        if is_time(&x.unit) || x.unit.starts_with('#') {
+        // The sentences are about one thing: they share two words besides a unit of time (which
+        // says nothing of what is timed), or one and the memories are worded alike ("120
+        // columns" of code and "72 characters" of a commit subject are not). Approvals are a
+        // subject of their own.
+        if x.unit != "approvals" {
             let strict = sentence_overlap(a, x.clause, b, y.clause, true, analyze::W_WORD);
             let loose = sentence_overlap(a, x.clause, b, y.clause, true, 1);
             if strict < 2 * analyze::W_WORD && (loose < analyze::W_WORD || alike < SIMILAR_RELATED)
