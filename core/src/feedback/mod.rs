@@ -238,24 +238,15 @@ struct Opposition {
 /// [`Finding::likelihood`]).
 fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
     let (shared_weight, shared_concepts, shared_terms) = shared_subject(a, b);
-    let alike = similar::cosine(&a.profile, &b.profile);
     if shared_weight == 0 {
         return None;
     }
-    let dice = if shared_weight == 0 {
-        0
-    } else {
-        2000 * shared_weight / (a.weight() + b.weight())
-    };
+    let alike = similar::cosine(&a.profile, &b.profile);
+    let dice = 2000 * shared_weight / (a.weight() + b.weight());
     // How alike the two are, in thousandths: the better of the shared subject's Dice
     // coefficient and the wording's cosine.
     let closeness = dice.max((alike * 1000.0) as u32).min(999);
-    let found = if shared_weight == 0 {
-        None
-    } else {
-        verdict(a, b, shared_weight, &shared_concepts, &shared_terms, alike)
-    };
-    match found {
+    match verdict(a, b, shared_weight, &shared_concepts, &shared_terms, alike) {
         // A flipped word between memories worded nothing alike is more often two rules about
         // different things than one rule and its opposite. Two different picks of an exclusive
         // lexicon concept (tabs vs spaces, in two languages), amounts that cannot both hold, and
