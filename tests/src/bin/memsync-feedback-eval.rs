@@ -8,8 +8,8 @@
 //! `--pair SET TOPIC/p1 TOPIC/t1` shows how one pair of a set is read, and `--texts RULE RULE`
 //! two rules given on the command line.
 //!
-//! `--set dev+` scores the three development sets apart and prints their sum; `--set
-//! dev|dev2|dev3|heldout3|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
+//! `--set dev+` scores the development sets apart and prints their sum; `--set
+//! dev|dev2|dev3|dev4|heldout4|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
 //! cross-topic finding, with the label's reason and the finding's.
 
@@ -97,7 +97,7 @@ fn kind_of_kind(k: Option<feedback::Kind>) -> &'static str {
 
 fn score_set(which: &str, misses: bool) {
     let dir = match which {
-        "dev" | "dev2" | "dev3" | "heldout3" => feedback_eval::set_dir(which),
+        "dev" | "dev2" | "dev3" | "dev4" | "heldout4" => feedback_eval::set_dir(which),
         other => other.into(),
     };
     let set = match EvalSet::load(&dir) {
