@@ -453,6 +453,11 @@ impl Bound {
 /// Words before an amount that make it a bound.
 const AT_MOST_BEFORE: &[&str] = &[
     "at most",
+    "not exceed",
+    "never exceed",
+    "not go over",
+    "stays under",
+    "stay under",
     "up to",
     "within",
     "no more than",
@@ -694,6 +699,29 @@ fn unit_key(word: &str) -> Option<String> {
         _ => return None,
     };
     Some(w.to_owned())
+}
+
+/// Whether a term is a unit of time or size.
+fn measures(key: &str) -> bool {
+    matches!(
+        key,
+        "second"
+            | "minut"
+            | "hour"
+            | "day"
+            | "week"
+            | "month"
+            | "year"
+            | "kb"
+            | "mb"
+            | "gb"
+            | "tb"
+            | "kib"
+            | "mib"
+            | "gib"
+            | "ms"
+            | "byte"
+    )
 }
 
 /// Whether a unit key counts time.
@@ -1186,7 +1214,9 @@ fn term_opposition(
                 let mut seen: Vec<((usize, usize), bool)> = Vec::new();
                 for (ia, sa) in a.term_stances[i..i + na].iter().enumerate() {
                     for (ib, sb) in b.term_stances[j..j + nb].iter().enumerate() {
-                        if !sa.pol.opposes(sb.pol) {
+                        // A unit of time or size is not what a rule is about ("more than 1
+                        // MB" vs "must not exceed 80 MB").
+                        if !sa.pol.opposes(sb.pol) || measures(&ta.key) {
                             continue;
                         }
                         let key = ((sa.clause, sb.clause), sa.scope.compatible(&sb.scope));
