@@ -816,7 +816,28 @@ pub(crate) fn quantities(x: &Analysis) -> Vec<Quantity> {
             && !NUMBER_WORDS.iter().any(|(w, _)| *w == unit_raw)
             && !lexicon::Lexicon::get().is_stop(unit_raw)
             && !matches!(unit_raw, "more" | "less" | "times" | "time" | "of" | "per");
-        let unit = known.or_else(|| counted.then(|| format!("#{}", analyze::stem(unit_raw))));
+        // A setting: "`maxReceiveCount: 5`", "line-length = 120", "minSdk 24": the name is the
+        // unit.
+        let setting = || {
+            let before = x.text[..start].trim_end_matches([' ', ':', '=', '`', '"', '\'']);
+            let name: String = before
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let named = name.chars().count() >= 3
+                && name.chars().next().is_some_and(char::is_alphabetic)
+                && (name.contains(['_', '-', '.'])
+                    || name.chars().any(char::is_lowercase)
+                        && name.chars().skip(1).any(char::is_uppercase));
+            (c.is_ascii_digit() && named).then(|| format!("={}", name.to_lowercase()))
+        };
+        let unit = known
+            .or_else(|| counted.then(|| format!("#{}", analyze::stem(unit_raw))))
+            .or_else(setting);
         if let Some(unit) = unit {
             let timed = is_time(&unit);
             let bound = bound_of(&lower[..start], &lower[uend..], timed);
@@ -894,8 +915,8 @@ fn quantity_opposition(
         // The sentences are about one thing: they share two words besides a unit of time (which
         // says nothing of what is timed), or one and the memories are worded alike ("120
         // columns" of code and "72 characters" of a commit subject are not). Approvals are a
-        // subject of their own.
-        if x.unit != "approvals" {
+        // subject of their own, and so is a named setting (`maxReceiveCount: 5`).
+        if x.unit != "approvals" && !x.unit.starts_with('=') {
             let strict = sentence_overlap(a, x.clause, b, y.clause, true, analyze::W_WORD);
             let loose = sentence_overlap(a, x.clause, b, y.clause, true, 1);
             if strict < 2 * analyze::W_WORD && (loose < analyze::W_WORD || alike < SIMILAR_RELATED)

@@ -870,3 +870,18 @@ fn two_names_that_share_a_part_are_not_one_subject() {
     );
     assert_ne!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
 }
+
+#[test]
+fn a_named_setting_is_an_amount() {
+    let v = verdict(
+        "Every standard SQS queue has a dead-letter queue with `maxReceiveCount: 5`.",
+        "All queues use a redrive policy with `maxReceiveCount: 3`.",
+    );
+    assert_eq!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
+    // An acronym before a number is no setting: RFC 7807 and RFC 3339 are two standards.
+    let v = verdict(
+        "Error responses use RFC 7807 problem details.",
+        "Timestamps in responses use RFC 3339.",
+    );
+    assert_ne!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
+}
