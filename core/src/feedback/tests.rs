@@ -696,7 +696,7 @@ fn amounts_are_read_with_their_unit() {
 fn different_amounts_of_one_thing_contradict() {
     let v = verdict(
         "Keep old API versions running for at least 6 months after the new version ships.",
-        "Old API versions are switched off 3 months after the new version ships.",
+        "Old API versions are turned off 3 months after the new version ships.",
     );
     assert_eq!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
     assert!(v.unwrap().1.contains("different amounts"));
