@@ -1811,9 +1811,35 @@ pub(crate) const SCOPES: &[ScopeDim] = &[
             ("hotfix branches", r"\bhotfix(?:es)?\b|\bhotfix/"),
         ],
     },
+    // Which platform.
+    ScopeDim {
+        values: &[
+            (
+                "mobile apps",
+                r"\bmobile app\w*|\bios\b|\bandroid\b|\bapp store\b|\bgoogle play\b|\bmobilappen\b|\bapp móvil\b|\baplicativo\b|\bモバイル|\b모바일|移动端",
+            ),
+            (
+                "web",
+                r"\bweb ?apps?\b|\bweb app\w*|\bwebsite\b|\bwebbappen\b|\bin the browser\b|\bbrowser app\b|\bsitio web\b|\bsite web\b|网页|ウェブ",
+            ),
+        ],
+    },
+    // Request path or batch.
+    ScopeDim {
+        values: &[
+            (
+                "batch jobs",
+                r"\bbatch\w*|\bcron ?jobs?\b|\bnightly jobs?\b|\bworkers?\b|\boffline\b|\bbackground jobs?\b|배치|バッチ|批处理",
+            ),
+            (
+                "online services",
+                r"\bonline (?:inference|serving|services?)\b|\brequest path\b|\bapi (?:servers?|services?|hosts?)\b|\bhttp (?:api )?servers?\b|\bweb services?\b|\breal-?time\b",
+            ),
+        ],
+    },
 ];
 
-pub(crate) const N_SCOPE_DIMS: usize = 12;
+pub(crate) const N_SCOPE_DIMS: usize = 14;
 
 /// Pairs of words that oppose each other whatever the subject: a rule that says one and a rule
 /// about the same thing that says the other conflict ("rebase *before* review" vs "squash
