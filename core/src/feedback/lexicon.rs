@@ -1837,9 +1837,18 @@ pub(crate) const SCOPES: &[ScopeDim] = &[
             ),
         ],
     },
+    // Incident severity.
+    ScopeDim {
+        values: &[
+            ("SEV1", r"\bsev ?-?1\b"),
+            ("SEV2", r"\bsev ?-?2\b"),
+            ("SEV3", r"\bsev ?-?3\b"),
+            ("SEV4", r"\bsev ?-?4\b"),
+        ],
+    },
 ];
 
-pub(crate) const N_SCOPE_DIMS: usize = 14;
+pub(crate) const N_SCOPE_DIMS: usize = 15;
 
 /// Pairs of words that oppose each other whatever the subject: a rule that says one and a rule
 /// about the same thing that says the other conflict ("rebase *before* review" vs "squash

@@ -100,7 +100,7 @@
 //!    functions, types, constants, fields, columns); the deployment environment (production,
 //!    staging, development); public API vs internal endpoints; applications vs published
 //!    libraries; feature, release and hotfix branches; mobile apps vs web; batch jobs vs online
-//!    services. Two directives that each name
+//!    services; incident severities (SEV1…SEV4; "SEV2 or higher" names only SEV2). Two directives that each name
 //!    directories (`app/api/`, `jobs/sql/*.sql`) or named places ("the `batch` namespace"),
 //!    none inside another, apply to different places. Each stance takes the scope of its sentence
 //!    part, else of its sentence, else of the whole directive, dimension by dimension. Two
