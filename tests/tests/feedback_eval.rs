@@ -1,10 +1,10 @@
 //! The feedback detector on the labelled evaluation sets of `tests/feedback-eval/`
 //! (`memsync_e2e::feedback_eval`). Needs no database.
 //!
-//! The development sets are what the detector is tuned on: `dev`, and `dev2` to `dev4`, which
+//! The development sets are what the detector is tuned on: `dev`, and `dev2` to `dev5`, which
 //! were held-out sets until the round that scored them (a scored set is spent). Their figures
-//! together are held as floors so a change that loses ground shows. `heldout4`, written by
-//! someone who never saw the detector, was scored once, when round four of work on the
+//! together are held as floors so a change that loses ground shows. `heldout5`, written by
+//! someone who never saw the detector, was scored once, when round five of work on the
 //! detector was done (`docs/protocol.md`); its figures are printed, never asserted (a test that
 //! failed on them would invite tuning on them). Scored, it is spent: the next round tunes on it
 //! and needs a fresh held-out set.
@@ -78,11 +78,11 @@ fn development_set_figures_hold() {
         );
     }
     println!("{}", all.summary("development sets together"));
-    // Measured when the detector was last tuned (precision 0.756, recall 0.374, reach 0.926,
-    // same-subject recall 0.814, 0.75 findings per 100 unrelated pairs over the four sets); the
+    // Measured when the detector was last tuned (precision 0.774, recall 0.388, reach 0.928,
+    // same-subject recall 0.816, 0.65 findings per 100 unrelated pairs over the five sets); the
     // floors leave room for a few pairs.
-    assert!(all.precision() >= 0.74, "precision {:.3}", all.precision());
-    assert!(all.recall() >= 0.36, "recall {:.3}", all.recall());
+    assert!(all.precision() >= 0.76, "precision {:.3}", all.precision());
+    assert!(all.recall() >= 0.37, "recall {:.3}", all.recall());
     assert!(all.reach() >= 0.91, "reach {:.3}", all.reach());
     assert!(
         all.same_subject_recall() >= 0.80,

@@ -119,7 +119,7 @@
 //! hotfixes"), conventions outside the lexicon (RFC 7807 vs a custom envelope), scopes it has
 //! no words for ("the CLI" vs "services", "server components" vs "client components"), nor
 //! what a rule presupposes. Measured on labelled sets written without seeing it
-//! (`tests/feedback-eval/`, `memsync-feedback-eval --set dev+|heldout4`; figures in
+//! (`tests/feedback-eval/`, `memsync-feedback-eval --set dev+|heldout5`; figures in
 //! `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
 //! but calls only two fifths of them contradictions, and on the set it was not tuned on about a
 //! quarter of its `contradiction` verdicts are wrong. The hand-written regression corpus

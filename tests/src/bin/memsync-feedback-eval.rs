@@ -9,7 +9,7 @@
 //! two rules given on the command line.
 //!
 //! `--set dev+` scores the development sets apart and prints their sum; `--set
-//! dev|dev2|dev3|dev4|heldout4|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
+//! dev|dev2|dev3|dev4|dev5|heldout5|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
 //! cross-topic finding, with the label's reason and the finding's.
 
@@ -97,7 +97,7 @@ fn kind_of_kind(k: Option<feedback::Kind>) -> &'static str {
 
 fn score_set(which: &str, misses: bool) {
     let dir = match which {
-        "dev" | "dev2" | "dev3" | "dev4" | "heldout4" => feedback_eval::set_dir(which),
+        "dev" | "dev2" | "dev3" | "dev4" | "dev5" | "heldout5" => feedback_eval::set_dir(which),
         other => other.into(),
     };
     let set = match EvalSet::load(&dir) {
