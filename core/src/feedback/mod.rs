@@ -10,7 +10,7 @@
 //! `aho-corasick` automata, linear in the text; the wording profile reads at most 6,000
 //! characters). The lexicon is compiled once per process, on first use (~0.13 s). Each memory
 //! is read once (~0.17 ms in release), then each pair is compared from what was read: 300 × 300
-//! memories take ~0.1 s after the ~0.1 s of reading (`memsync-feedback-eval --bench 300`).
+//! memories take ~0.08 s after the ~0.1 s of reading (`memsync-feedback-eval --bench 300`).
 //!
 //! # Method
 //!
@@ -121,8 +121,8 @@
 //! what a rule presupposes. Measured on labelled sets written without seeing it
 //! (`tests/feedback-eval/`, `memsync-feedback-eval --set dev+|heldout5`; figures in
 //! `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
-//! but calls only two fifths of them contradictions, and on the set it was not tuned on about a
-//! quarter of its `contradiction` verdicts are wrong. The hand-written regression corpus
+//! but calls only a quarter to two fifths of them contradictions, and on sets it was not tuned
+//! on a quarter to a third of its `contradiction` verdicts are wrong. The hand-written regression corpus
 //! (`tests/src/feedback_corpus.rs`) lists every case it gets wrong there, with the reason.
 //! Each finding carries a `likelihood` that ranks the related pairs the session-start notice
 //! lists.
