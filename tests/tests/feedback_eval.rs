@@ -1,13 +1,13 @@
 //! The feedback detector on the labelled evaluation sets of `tests/feedback-eval/`
 //! (`memsync_e2e::feedback_eval`). Needs no database.
 //!
-//! The development sets are what the detector is tuned on: `dev`, and `dev2` to `dev5`, which
+//! The development sets are what the detector is tuned on: `dev`, and `dev2` to `dev6`, which
 //! were held-out sets until the round that scored them (a scored set is spent). Their figures
-//! together are held as floors so a change that loses ground shows. `heldout5`, written by
-//! someone who never saw the detector, was scored once, when round five of work on the
-//! detector was done (`docs/protocol.md`); its figures are printed, never asserted (a test that
-//! failed on them would invite tuning on them). Scored, it is spent: the next round tunes on it
-//! and needs a fresh held-out set.
+//! together are held as floors so a change that loses ground shows. `heldout6`, written by
+//! someone who never saw the detector, is scored once, when round six of work on the detector
+//! is done (`docs/protocol.md`); its figures are printed, never asserted (a test that failed on
+//! them would invite tuning on them). Scored, it is spent: the next round tunes on it and needs
+//! a fresh held-out set. The same with the optional embedding model: `feedback_model.rs`.
 
 use memsync_e2e::feedback_eval::{DEV_SETS, EvalSet, HELD_OUT, Label, Score, set_dir};
 
@@ -78,11 +78,11 @@ fn development_set_figures_hold() {
         );
     }
     println!("{}", all.summary("development sets together"));
-    // Measured when the detector was last tuned (precision 0.774, recall 0.388, reach 0.928,
-    // same-subject recall 0.816, 0.65 findings per 100 unrelated pairs over the five sets); the
-    // floors leave room for a few pairs.
-    assert!(all.precision() >= 0.76, "precision {:.3}", all.precision());
-    assert!(all.recall() >= 0.37, "recall {:.3}", all.recall());
+    // Measured when the detector was last tuned, over the six sets (precision 0.761, recall
+    // 0.363, reach 0.929, same-subject recall 0.815, 0.58 findings per 100 unrelated pairs);
+    // the floors leave room for a few pairs.
+    assert!(all.precision() >= 0.75, "precision {:.3}", all.precision());
+    assert!(all.recall() >= 0.35, "recall {:.3}", all.recall());
     assert!(all.reach() >= 0.91, "reach {:.3}", all.reach());
     assert!(
         all.same_subject_recall() >= 0.80,

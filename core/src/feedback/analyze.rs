@@ -151,6 +151,11 @@ pub(crate) struct Analysis {
     /// Which sides of the lexicon's antonym pairs each sentence says: bit `2k` the first word
     /// of pair `k`, bit `2k + 1` the second.
     pub clause_sides: Vec<u64>,
+    /// What the memory says, for the sentence-embedding model: its description and body.
+    pub said: String,
+    /// What the memory means, as the installed sentence-embedding model reads [`Self::said`]
+    /// (`embed.rs`; set by `compare`); None without a model.
+    pub meaning: Option<std::sync::Arc<[f32]>>,
 }
 
 impl Analysis {
@@ -188,6 +193,9 @@ pub(crate) fn analyze(text: &str) -> Option<Analysis> {
     whole.push('\n');
     whole.push_str(&x.text);
     x.profile = super::similar::profile(&whole);
+    if super::embed::installed() {
+        x.said = format!("{}. {}", doc.description().unwrap_or(""), doc.body());
+    }
     Some(x)
 }
 
@@ -1478,6 +1486,8 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
             .map(|(&r, o)| (r, o.scope.or(&note_scope)))
             .collect(),
         profile: Default::default(),
+        said: String::new(),
+        meaning: None,
         clause_sides: clauses
             .iter()
             .map(|&(s, e)| {

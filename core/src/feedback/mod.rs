@@ -128,6 +128,7 @@
 //! lists.
 
 mod analyze;
+pub mod embed;
 mod glossary;
 mod lexicon;
 mod similar;
@@ -175,8 +176,18 @@ pub struct Finding {
 /// ignored; a note that doesn't parse is ignored). Pairs with nothing in common are not
 /// reported. Findings come in the order of `a`, then of `b`.
 pub fn compare(a: &[Note<'_>], b: &[Note<'_>]) -> Vec<Finding> {
-    let aa: Vec<Option<Analysis>> = a.iter().map(|n| analyze(n.text)).collect();
-    let bb: Vec<Option<Analysis>> = b.iter().map(|n| analyze(n.text)).collect();
+    let mut aa: Vec<Option<Analysis>> = a.iter().map(|n| analyze(n.text)).collect();
+    let mut bb: Vec<Option<Analysis>> = b.iter().map(|n| analyze(n.text)).collect();
+    if embed::installed() {
+        // What each memory means, all at once (the model runs faster on many texts together).
+        let mut all: Vec<&mut Analysis> = aa.iter_mut().chain(bb.iter_mut()).flatten().collect();
+        let texts: Vec<&str> = all.iter().map(|x| x.said.as_str()).collect();
+        if let Some(vectors) = embed::embeddings(&texts) {
+            for (x, v) in all.iter_mut().zip(vectors) {
+                x.meaning = Some(v);
+            }
+        }
+    }
     let mut out = Vec::new();
     for (na, xa) in a.iter().zip(&aa) {
         let Some(xa) = xa else { continue };
@@ -205,6 +216,9 @@ pub fn check_one(candidate: &Note<'_>, against: &[Note<'_>]) -> Vec<Finding> {
 /// Memories worded this much alike (the cosine of their character n-grams, `similar.rs`) are
 /// about one subject even when no term they share weighs enough.
 const SIMILAR_RELATED: f32 = 0.21;
+/// Memories whose meanings (by the optional embedding model, `embed.rs`) are this close are
+/// about one subject, whatever their words.
+const MEANING_RELATED: f32 = 0.42;
 /// Memories worded less alike than this are not called contradictions…
 const SIMILAR_OPPOSE: f32 = 0.18;
 /// …unless their shared subject is at least this much of both (Dice, in thousandths).
@@ -239,14 +253,30 @@ struct Opposition {
 /// [`Finding::likelihood`]).
 fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
     let (shared_weight, shared_concepts, shared_terms) = shared_subject(a, b);
+    let meaning = match (&a.meaning, &b.meaning) {
+        (Some(x), Some(y)) => Some(embed::cosine(x, y)),
+        _ => None,
+    };
     if shared_weight == 0 {
-        return None;
+        return meaning.filter(|&m| m >= MEANING_RELATED).map(|m| {
+            (
+                Kind::Related,
+                meaning_reason(a, b, &[], m),
+                (m * 1000.0) as u32,
+            )
+        });
     }
     let alike = similar::cosine(&a.profile, &b.profile);
     let dice = 2000 * shared_weight / (a.weight() + b.weight());
     // How alike the two are, in thousandths: the better of the shared subject's Dice
-    // coefficient and the wording's cosine.
+    // coefficient and the wording's cosine; with a model, averaged with their meanings'
+    // cosine (which ranks the related pairs better).
     let closeness = dice.max((alike * 1000.0) as u32).min(999);
+    let closeness = match meaning {
+        Some(m) => ((closeness as f32 + m.max(0.0) * 1000.0) / 2.0) as u32,
+        None => closeness,
+    }
+    .min(999);
     match verdict(a, b, shared_weight, &shared_concepts, &shared_terms, alike) {
         // A flipped word between memories worded nothing alike is more often two rules about
         // different things than one rule and its opposite. Two different picks of an exclusive
@@ -273,8 +303,30 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
             ),
             closeness,
         )),
-        None => None,
+        None => meaning.filter(|&m| m >= MEANING_RELATED).map(|m| {
+            (
+                Kind::Related,
+                meaning_reason(a, b, &shared_terms, m),
+                closeness,
+            )
+        }),
     }
+}
+
+/// The reason of a pair found related by its meaning only.
+fn meaning_reason(a: &Analysis, b: &Analysis, shared_terms: &[usize], m: f32) -> String {
+    let names = term_names(a, shared_terms, 3);
+    let about = if names.is_empty() {
+        let first = |x: &Analysis| quote(&x.text, (0, x.headline.0.min(x.text.len())));
+        format!("\"{}\" and \"{}\"", first(a), first(b))
+    } else {
+        names.join(", ")
+    };
+    format!(
+        "both about {about}; close in meaning ({:.0}% by the embedding model); no opposing \
+         directives",
+        m * 100.0
+    )
 }
 
 fn verdict(

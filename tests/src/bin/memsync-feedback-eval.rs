@@ -9,7 +9,7 @@
 //! two rules given on the command line.
 //!
 //! `--set dev+` scores the development sets apart and prints their sum; `--set
-//! dev|dev2|dev3|dev4|dev5|heldout5|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
+//! dev|dev2|…|dev6|heldout6|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
 //! cross-topic finding, with the label's reason and the finding's.
 
@@ -97,7 +97,9 @@ fn kind_of_kind(k: Option<feedback::Kind>) -> &'static str {
 
 fn score_set(which: &str, misses: bool) {
     let dir = match which {
-        "dev" | "dev2" | "dev3" | "dev4" | "dev5" | "heldout5" => feedback_eval::set_dir(which),
+        n if feedback_eval::DEV_SETS.contains(&n) || n == feedback_eval::HELD_OUT => {
+            feedback_eval::set_dir(which)
+        }
         other => other.into(),
     };
     let set = match EvalSet::load(&dir) {
@@ -239,7 +241,30 @@ fn score_dev_sets() {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--model") {
+        // The optional sentence-embedding model (a directory with model.safetensors and
+        // vocab.txt): findings then also come from what the memories mean.
+        let Some(dir) = args.get(i + 1).cloned() else {
+            eprintln!("memsync-feedback-eval: --model needs the model's directory");
+            std::process::exit(2);
+        };
+        args.drain(i..i + 2);
+        let start = Instant::now();
+        match feedback::embed::Model::load_dir(std::path::Path::new(&dir)) {
+            Ok(m) => {
+                feedback::embed::install(m);
+                eprintln!(
+                    "model loaded from {dir} in {:.0} ms",
+                    start.elapsed().as_secs_f64() * 1000.0
+                );
+            }
+            Err(e) => {
+                eprintln!("memsync-feedback-eval: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
     if let Some(i) = args.iter().position(|a| a == "--terms") {
         // Document frequency of subject terms over the topics of a set: how many topics use a
         // term (a term many topics use names no subject).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Validate the heldout5 feedback-memory contradiction set (stdlib only).
+"""Validate the dev6 feedback-memory contradiction set (stdlib only).
 
 Usage: python3 validate.py [DIR]   (DIR defaults to the directory of this script)
 Exit status 0 when every file is clean, 1 otherwise.
