@@ -10,6 +10,7 @@ pub mod feedback;
 pub mod fsops;
 pub mod hook;
 pub mod judge;
+pub mod model;
 pub mod paths;
 pub mod provenance;
 pub mod sse;

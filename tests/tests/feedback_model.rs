@@ -2,14 +2,17 @@
 //! the real weights (fetched by `scripts/fetch-feedback-model`, named by
 //! MEMSYNC_TEST_FEEDBACK_MODEL, which `scripts/test` sets), read by memsync's own tokenizer and
 //! forward pass, give the reference model's tokens and vectors; and, installed, they lift
-//! same-subject recall on the development sets within the false-alarm budget. Needs no database.
-//! Every test of this binary installs the model (it is process-wide).
+//! same-subject recall on the development sets within the false-alarm budget; and the server
+//! (`--feedback-model-dir`) and the client (MEMSYNC_FEEDBACK_MODEL) use it end to end. The tests
+//! that score the sets install the model in this process (it is process-wide).
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use memsync_core::feedback::embed::{self, Model};
 use memsync_e2e::feedback_eval::{DEV_SETS, EvalSet, HELD_OUT, Score, set_dir};
+use memsync_e2e::*;
+use serde_json::json;
 
 fn model_dir() -> PathBuf {
     let dir = std::env::var_os("MEMSYNC_TEST_FEEDBACK_MODEL").expect(
@@ -132,4 +135,162 @@ fn held_out_set_is_scored_with_the_model() {
             p.cap, p.lines, p.recall
         );
     }
+}
+
+const ORIGIN: &str = "git@github.com:acme/api.git";
+
+fn feedback_memory(name: &str, description: &str, rule: &str) -> String {
+    format!(
+        "---\nname: {name}\ndescription: {description}\ntype: feedback\n---\n{rule}\n\n**Why:** it bit us before.\n"
+    )
+}
+
+/// The team's rule.
+fn keep_commits() -> String {
+    feedback_memory(
+        "history",
+        "how branches land",
+        "Keep every commit of a branch when it lands on main.",
+    )
+}
+
+/// One on the same subject in other words: the detector alone pairs nothing, the model does.
+fn squash() -> String {
+    feedback_memory(
+        "tidy-prs",
+        "before merging",
+        "Squash commits before merging a pull request.",
+    )
+}
+
+/// The server's team check and `memsync check` on this machine, each with and without the
+/// model: the pair the words miss is `related` by meaning only where the model is configured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_and_the_client_find_a_pair_close_in_meaning() {
+    let dir = model_dir();
+    let dir = dir.to_str().unwrap();
+    let db = TestDb::new().await;
+    let plain = Server::start_with_env(&db.url, &[], &[]);
+    let modelled = Server::start_with_env(&db.url, &[], &[("MEMSYNC_FEEDBACK_MODEL_DIR", dir)]);
+    assert!(
+        modelled.log().contains("feedback embedding model loaded"),
+        "{}",
+        modelled.log()
+    );
+    let alice = modelled.client(&modelled.token("alice", &["acme"]));
+    let r = alice
+        .push(
+            "acme/api",
+            &batch(vec![put("history.md", &keep_commits(), None)]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let ask = |server: &Server| {
+        let c = server.client(&server.token("alice", &["acme"]));
+        async move {
+            c.post(
+                "/v1/projects/acme/api/feedback/check",
+                &json!({ "path": "tidy-prs.md", "content": squash() }),
+            )
+            .await
+        }
+    };
+    let r = ask(&plain).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["findings"], json!([]), "{}", r.text);
+    let r = ask(&modelled).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let f = &r.body["findings"][0];
+    assert_eq!(f["team"], "history.md", "{}", r.text);
+    assert_eq!(f["kind"], "related", "{}", r.text);
+    assert!(
+        f["reason"].as_str().unwrap().contains("close in meaning"),
+        "{f}"
+    );
+    // Related is no conflict: the push passes.
+    let r = alice
+        .push(
+            "acme/api",
+            &batch(vec![put("tidy-prs.md", &squash(), None)]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let sha = sha_of(&r.body, "tidy-prs.md").expect("the push's sha256 of tidy-prs.md");
+    let r = alice
+        .push("acme/api", &batch(vec![delete("tidy-prs.md", Some(&sha))]))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    // The client: private feedback against the team's, on this machine.
+    let bob = User::new(&modelled, "bob", &["acme"], ORIGIN);
+    assert_eq!(bob.run(&["pull"]).code, 0);
+    std::fs::write(bob.private_dir().join("tidy-prs.md"), squash()).unwrap();
+    let r = bob.run(&["check", "--json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["conflicts"], json!([]), "{}", r.stdout);
+    let r = bob.run_with(&["check", "--json"], &[("MEMSYNC_FEEDBACK_MODEL", dir)]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let c = &r.json()["conflicts"][0];
+    assert_eq!(
+        (
+            c["private"].as_str(),
+            c["team"].as_str(),
+            c["kind"].as_str()
+        ),
+        (Some("tidy-prs.md"), Some("history.md"), Some("related")),
+        "{}",
+        r.stdout
+    );
+    // The session-start notice lists it too.
+    let r = bob.run_with(
+        &["hook", "session-start"],
+        &[("MEMSYNC_FEEDBACK_MODEL", dir)],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("tidy-prs.md") && r.stdout.contains("history.md"),
+        "{}",
+        r.stdout
+    );
+
+    // A directory without a model: `memsync check` fails naming the setting; the hook goes on
+    // with the detector alone and says why.
+    let empty = tempfile::tempdir().unwrap();
+    let empty = empty.path().to_str().unwrap();
+    let r = bob.run_with(&["check"], &[("MEMSYNC_FEEDBACK_MODEL", empty)]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("MEMSYNC_FEEDBACK_MODEL") && r.stderr.contains("model.safetensors"),
+        "{}",
+        r.stderr
+    );
+    let r = bob.run_with(
+        &["hook", "session-start"],
+        &[("MEMSYNC_FEEDBACK_MODEL", empty)],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("MEMSYNC_FEEDBACK_MODEL"), "{}", r.stdout);
+}
+
+/// A directory that holds no model stops the server, naming the setting.
+#[test]
+fn a_server_given_no_model_stops_naming_the_setting() {
+    let data = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(bin_path("memsync-server"))
+        .args(["--data-dir"])
+        .arg(data.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("MEMSYNC_JWT_SECRET", TEST_JWT_SECRET)
+        .env("MEMSYNC_FEEDBACK_MODEL_DIR", empty.path())
+        .env_remove("MEMSYNC_DATABASE_URL")
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run memsync-server");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--feedback-model-dir") && err.contains("model.safetensors"),
+        "{err}"
+    );
 }

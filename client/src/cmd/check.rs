@@ -56,6 +56,9 @@ pub fn scan(g: &Global, cwd: &Path, args: &[PathBuf]) -> Result<u8, Fail> {
 pub fn check(g: &Global, cwd: &Path) -> Result<u8, Fail> {
     let settings = settings_at(g, cwd)?;
     let team = TeamDir::open(&settings.team_dir).map_err(Fail::env)?;
+    // The embedding model the user configured on this machine, if any: a bad setting is an
+    // error here, as the judge's is.
+    memsync::model::install(&memsync::config::ProcessEnv).map_err(Fail::env)?;
     let mut report = memsync::check::check_team_dir(
         &team,
         Some(&settings.private_dir),

@@ -381,6 +381,9 @@ fn hook_context(
     let private =
         memsync::feedback::read_memories(&s.settings.private_dir, Some(&s.settings.team_dir));
     let team = memsync::feedback::read_memories(&s.settings.team_dir, None);
+    // The embedding model the user configured on this machine, if any (a bad setting: the
+    // detector alone, and the notice says why).
+    let model_note = memsync::model::install(&memsync::config::ProcessEnv).err();
     // A model judge the user configured on this machine (never the memsync server) is asked
     // within what is left of the deadline; a bad setting or no time left: the detector alone.
     let left = deadline.saturating_sub(started.elapsed());
@@ -392,6 +395,9 @@ fn hook_context(
     };
     // The user's own proposals, if the server answers within what is left of the deadline.
     let mut notices = Vec::new();
+    if let Some(why) = model_note {
+        notices.push(format!("memsync: {why}"));
+    }
     if !cut_short {
         let left = deadline.saturating_sub(started.elapsed());
         let asked = rt

@@ -440,6 +440,17 @@ pub struct GlobalArgs {
         default_value_t = 5_000
     )]
     pub feedback_judge_timeout_ms: u64,
+    /// A directory holding a sentence-embedding model for the feedback check (`model.safetensors`
+    /// and `vocab.txt` of all-MiniLM-L6-v2, as scripts/fetch-feedback-model installs it): team
+    /// feedback memories close in meaning are then found related even in other words. Loaded
+    /// when the server starts; without it, the detector alone.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMSYNC_FEEDBACK_MODEL_DIR",
+        value_name = "DIR"
+    )]
+    pub feedback_model_dir: Option<PathBuf>,
     /// Identity providers whose tokens this server accepts (OpenID Connect): issuer URLs,
     /// comma-separated, e.g. `https://login.example.com/realms/acme`. Each is discovered at
     /// `<issuer>/.well-known/openid-configuration`; its keys come from its `jwks_uri`. https,
@@ -566,6 +577,8 @@ pub struct Config {
     pub console_max_session: Duration,
     /// The model judge's settings as given; checked when the server starts.
     pub feedback_judge: crate::sync::judge::JudgeArgs,
+    /// The feedback check's embedding model directory, if any; loaded when the server starts.
+    pub feedback_model_dir: Option<PathBuf>,
     /// The trusted identity providers as given; checked when the server starts.
     pub oidc: crate::oidc::OidcArgs,
     /// Rate limits and quotas (`crate::limits`), for the life of the process.
@@ -643,6 +656,10 @@ impl Config {
                 key_env: g.feedback_judge_key_env.clone(),
                 timeout_ms: g.feedback_judge_timeout_ms,
             },
+            feedback_model_dir: g
+                .feedback_model_dir
+                .clone()
+                .filter(|p| !p.as_os_str().is_empty()),
             oidc: crate::oidc::OidcArgs {
                 issuers: g.oidc_issuers.clone(),
                 audience: g.oidc_audience.clone(),

@@ -100,6 +100,27 @@ fn install_scan_rules(cfg: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The feedback check's embedding model, when one is configured; a directory that does not hold
+/// one stops the server, naming the setting.
+fn install_feedback_model(cfg: &Config) -> anyhow::Result<()> {
+    let Some(dir) = &cfg.feedback_model_dir else {
+        return Ok(());
+    };
+    let started = std::time::Instant::now();
+    let model = memsync_core::feedback::embed::Model::load_dir(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "--feedback-model-dir (MEMSYNC_FEEDBACK_MODEL_DIR): {e}; scripts/fetch-feedback-model DIR installs the model, or leave the setting out to run the detector alone"
+        )
+    })?;
+    memsync_core::feedback::embed::install(model);
+    tracing::info!(
+        dir = %dir.display(),
+        load_ms = started.elapsed().as_millis() as u64,
+        "feedback embedding model loaded"
+    );
+    Ok(())
+}
+
 fn keys(cfg: &Config) -> anyhow::Result<Keys> {
     let secret =
         auth::load_or_create_secret(cfg.jwt_secret.as_ref().map(|s| s.expose()), &cfg.data_dir)?;
@@ -110,6 +131,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     cfg.export.validate()?;
     install_scan_rules(&cfg)?;
     sync::judge::install(cfg.feedback_judge.build().map_err(anyhow::Error::msg)?);
+    install_feedback_model(&cfg)?;
     // Every pattern now, so that no request pays for compiling one.
     memsync_core::scan::scanner().compile_all();
     let keys = Arc::new(keys(&cfg)?);
