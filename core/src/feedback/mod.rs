@@ -262,7 +262,8 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
             (
                 Kind::Related,
                 meaning_reason(a, b, &[], m),
-                (m * 1000.0) as u32,
+                // Nothing shared in words: their closeness (0) averaged with the meaning's.
+                (m * 500.0) as u32,
             )
         });
     }
@@ -270,7 +271,9 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
     let dice = 2000 * shared_weight / (a.weight() + b.weight());
     // How alike the two are, in thousandths: the better of the shared subject's Dice
     // coefficient and the wording's cosine; with a model, averaged with their meanings'
-    // cosine (which ranks the related pairs better).
+    // cosine (on the development sets, the notice at 8 pairs then reaches 0.80 of the
+    // contradictions instead of 0.78, the mean of the six sets; the words alone or the better of
+    // the two rank worse).
     let closeness = dice.max((alike * 1000.0) as u32).min(999);
     let closeness = match meaning {
         Some(m) => ((closeness as f32 + m.max(0.0) * 1000.0) / 2.0) as u32,
