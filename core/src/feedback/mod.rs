@@ -114,15 +114,21 @@
 //!    "Mock the database in integration tests" vs "must hit a real database"`; a related pair
 //!    says `…, for different scopes (unit tests vs integration tests); …` or `…; no opposing
 //!    directives`.
+//! 8. **Meaning (optional).** Where an embedding model is installed (`embed.rs`: a sentence
+//!    encoder whose weights the operator fetches; `--feedback-model-dir` on the server,
+//!    MEMSYNC_FEEDBACK_MODEL on a user's machine), a pair whose meanings have a cosine of at
+//!    least 0.42 is `related` even with no word in common (`close in meaning`), and the
+//!    likelihood averages the words' closeness with the meaning's. It never makes a
+//!    contradiction.
 //!
 //! What it does not do: it does not understand exceptions beyond the scope words ("only for
 //! hotfixes"), conventions outside the lexicon (RFC 7807 vs a custom envelope), scopes it has
 //! no words for ("the CLI" vs "services", "server components" vs "client components"), nor
 //! what a rule presupposes. Measured on labelled sets written without seeing it
-//! (`tests/feedback-eval/`, `memsync-feedback-eval --set dev+|heldout5`; figures in
-//! `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
-//! but calls only a quarter to two fifths of them contradictions, and on sets it was not tuned
-//! on a quarter to a third of its `contradiction` verdicts are wrong. The hand-written regression corpus
+//! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout6`; figures
+//! in `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
+//! but calls only a fifth to two fifths of them contradictions, and on sets it was not tuned on
+//! a quarter to a half of its `contradiction` verdicts are wrong. The hand-written regression corpus
 //! (`tests/src/feedback_corpus.rs`) lists every case it gets wrong there, with the reason.
 //! Each finding carries a `likelihood` that ranks the related pairs the session-start notice
 //! lists.
