@@ -144,24 +144,19 @@ fn tensors(bytes: &[u8]) -> Result<Tensors, ModelError> {
             continue;
         }
         let dtype = t.get("dtype").and_then(|d| d.as_str()).unwrap_or("");
-        let shape: Vec<usize> = t
-            .get("shape")
-            .and_then(|s| s.as_array())
-            .map(|s| {
-                s.iter()
-                    .filter_map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let offsets: Vec<usize> = t
-            .get("data_offsets")
-            .and_then(|s| s.as_array())
-            .map(|s| {
-                s.iter()
-                    .filter_map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        // A list of whole numbers of the header (`shape`, `data_offsets`).
+        let numbers = |key: &str| -> Vec<usize> {
+            t.get(key)
+                .and_then(|s| s.as_array())
+                .map(|s| {
+                    s.iter()
+                        .filter_map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let shape = numbers("shape");
+        let offsets = numbers("data_offsets");
         let [start, end] = offsets[..] else {
             return Err(bad(&format!("{name} has no data offsets")));
         };
