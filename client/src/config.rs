@@ -394,12 +394,12 @@ pub fn claude_project_key(path: &Path) -> String {
 // ---------------------------------------------------------------------------------------------
 // Well-known directories
 
-fn home(env: &dyn Env) -> Option<PathBuf> {
+pub(crate) fn home(env: &dyn Env) -> Option<PathBuf> {
     env_var(env, "HOME").map(PathBuf::from)
 }
 
 /// An XDG base directory variable, which the XDG spec says to ignore unless absolute.
-fn xdg(env: &dyn Env, key: &str) -> Option<PathBuf> {
+pub(crate) fn xdg(env: &dyn Env, key: &str) -> Option<PathBuf> {
     env_var(env, key)
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())

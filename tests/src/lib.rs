@@ -673,6 +673,8 @@ impl User {
             .env("HOME", self.home.path())
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_STATE_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("MEMSYNC_FEEDBACK_MODEL")
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
             .env_remove("MEMSYNC_SERVER")
@@ -815,6 +817,7 @@ pub fn run_env(user_home: &Path, repo: &Path, server: &str, args: &[&str]) -> Ru
         .env("MEMSYNC_PROJECT", "acme/api")
         .env_remove("XDG_STATE_HOME")
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
         .env_remove("CLAUDE_CONFIG_DIR")
         .output()
         .unwrap();

@@ -248,6 +248,40 @@ async fn the_server_and_the_client_find_a_pair_close_in_meaning() {
         "{}",
         r.stdout
     );
+    // The vectors are kept for the next run (the SHA-256 of each text and its vector, never
+    // the text): one per feedback memory read, private and team.
+    let cache = bob.home.path().join(".cache/memsync/feedback-vectors.bin");
+    let bytes = std::fs::read(&cache).expect("the vectors are kept");
+    let header = b"memsync feedback vectors 1\n".len() + 32 + 4;
+    assert_eq!((bytes.len() - header) % (32 + 4 * 384), 0);
+    assert_eq!((bytes.len() - header) / (32 + 4 * 384), 2);
+    assert!(!String::from_utf8_lossy(&bytes).contains("Squash commits"));
+    // …and read instead of running the model: made all alike, the two are alike in full.
+    let mut alike = bytes[..header].to_vec();
+    for entry in bytes[header..].chunks_exact(32 + 4 * 384) {
+        alike.extend_from_slice(&entry[..32]);
+        alike.extend_from_slice(&1f32.to_le_bytes());
+        alike.extend(std::iter::repeat_n(0u8, 4 * 383));
+    }
+    std::fs::write(&cache, &alike).unwrap();
+    let r = bob.run_with(&["check", "--json"], &[("MEMSYNC_FEEDBACK_MODEL", dir)]);
+    let reason = r.json()["conflicts"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(reason.contains("(100% by the embedding model)"), "{reason}");
+    // A damaged file is only a cache: the model runs again, and the file is written anew.
+    std::fs::write(&cache, b"memsync feedback vectors 1\ngarbage").unwrap();
+    let r = bob.run_with(&["check", "--json"], &[("MEMSYNC_FEEDBACK_MODEL", dir)]);
+    let again = r.json()["conflicts"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        again.contains("close in meaning") && !again.contains("(100%"),
+        "{again}"
+    );
+    assert_eq!(std::fs::read(&cache).unwrap(), bytes);
     // The session-start notice lists it too.
     let r = bob.run_with(
         &["hook", "session-start"],

@@ -83,6 +83,7 @@ pub fn check(g: &Global, cwd: &Path) -> Result<u8, Fail> {
             eprintln!("memsync: {note}");
         }
     }
+    memsync::model::save_cache(&memsync::config::ProcessEnv);
     // Against the code: only in a repository, whose working tree the memories are about.
     if let Some(repo) = &settings.repo {
         // The paths recorded when each synced file was written; read without the state lock,

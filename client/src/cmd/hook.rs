@@ -393,6 +393,7 @@ fn hook_context(
         }
         _ => memsync::feedback::private_vs_team(&private, &team),
     };
+    memsync::model::save_cache(&memsync::config::ProcessEnv);
     // The user's own proposals, if the server answers within what is left of the deadline.
     let mut notices = Vec::new();
     if let Some(why) = model_note {

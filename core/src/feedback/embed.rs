@@ -68,6 +68,8 @@ struct Layer {
 
 /// A loaded sentence-embedding model.
 pub struct Model {
+    /// What identifies these weights (see [`Model::id`]).
+    id: [u8; 32],
     vocab: HashMap<String, u32>,
     unk: u32,
     cls: u32,
@@ -186,20 +188,28 @@ impl Model {
     /// Loads a model from the contents of its `model.safetensors` (F32 BERT weights, with or
     /// without a `bert.` prefix) and `vocab.txt` (one WordPiece token per line).
     pub fn load(safetensors: &[u8], vocab: &str) -> Result<Model, ModelError> {
+        use sha2::Digest;
         let mut t = tensors(safetensors)?;
+        // The weights' size, their first MiB (header and word embeddings) and the vocabulary:
+        // enough to tell two models apart without hashing 90 MB at every start.
+        let mut h = sha2::Sha256::new();
+        h.update((safetensors.len() as u64).to_le_bytes());
+        h.update(&safetensors[..safetensors.len().min(1 << 20)]);
+        h.update(vocab.as_bytes());
+        let id: [u8; 32] = h.finalize().into();
         let vocab: HashMap<String, u32> = vocab
             .lines()
             .enumerate()
             .map(|(i, l)| (l.trim_end_matches('\r').to_owned(), i as u32))
             .collect();
         let n_vocab = vocab.len();
-        let id = |tok: &str| {
+        let token = |tok: &str| {
             vocab
                 .get(tok)
                 .copied()
                 .ok_or_else(|| ModelError::Vocab(format!("lacks the token {tok}")))
         };
-        let (unk, cls, sep) = (id("[UNK]")?, id("[CLS]")?, id("[SEP]")?);
+        let (unk, cls, sep) = (token("[UNK]")?, token("[CLS]")?, token("[SEP]")?);
         let dim = 384;
         let hidden = 1536;
         let (heads, n_layers, max_positions) = (12, 6, 512);
@@ -232,6 +242,7 @@ impl Model {
             });
         }
         Ok(Model {
+            id,
             vocab,
             unk,
             cls,
@@ -245,6 +256,16 @@ impl Model {
             heads,
             max_positions,
         })
+    }
+
+    /// What identifies these weights: vectors kept from one model are no use with another.
+    pub fn id(&self) -> [u8; 32] {
+        self.id
+    }
+
+    /// The length of its vectors.
+    pub fn dim(&self) -> usize {
+        self.dim
     }
 
     /// Loads the model in `dir`: its `model.safetensors` and `vocab.txt` (the layout of a
@@ -590,7 +611,8 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 static MODEL: OnceLock<Model> = OnceLock::new();
-type Cache = Mutex<HashMap<[u8; 32], Arc<[f32]>>>;
+/// The vectors kept, by the SHA-256 of their text, each with whether this process used it.
+type Cache = Mutex<HashMap<[u8; 32], (Arc<[f32]>, bool)>>;
 static CACHE: OnceLock<Cache> = OnceLock::new();
 
 /// Makes `model` the one the feedback check uses in this process (servers and clients install
@@ -616,8 +638,15 @@ pub fn embeddings(texts: &[&str]) -> Option<Vec<Arc<[f32]>>> {
         .collect();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     let mut out: Vec<Option<Arc<[f32]>>> = {
-        let c = cache.lock().unwrap_or_else(|e| e.into_inner());
-        keys.iter().map(|k| c.get(k).cloned()).collect()
+        let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+        keys.iter()
+            .map(|k| {
+                c.get_mut(k).map(|(v, used)| {
+                    *used = true;
+                    v.clone()
+                })
+            })
+            .collect()
     };
     // The texts not cached, each once.
     let mut todo: Vec<usize> = Vec::new();
@@ -658,17 +687,49 @@ pub fn embeddings(texts: &[&str]) -> Option<Vec<Arc<[f32]>>> {
         }
         for (i, v) in made {
             let v: Arc<[f32]> = v.into();
-            c.insert(keys[i], v.clone());
+            c.insert(keys[i], (v.clone(), true));
             out[i] = Some(v);
         }
         // Repeated texts take the vector of their first copy.
         for i in 0..out.len() {
             if out[i].is_none() {
-                out[i] = c.get(&keys[i]).cloned();
+                out[i] = c.get(&keys[i]).map(|(v, _)| v.clone());
             }
         }
     }
     out.into_iter().collect()
+}
+
+/// The installed model's [`Model::id`] and vector length (None without a model).
+pub fn installed_id() -> Option<([u8; 32], usize)> {
+    MODEL.get().map(|m| (m.id, m.dim))
+}
+
+/// Vectors kept elsewhere (a client's cache file) for the installed model's texts, by the
+/// SHA-256 of each text: [`embeddings`] takes them instead of running the model. Vectors of
+/// another length are ignored. Nothing without a model.
+pub fn preload(vectors: impl IntoIterator<Item = ([u8; 32], Vec<f32>)>) {
+    let Some(model) = MODEL.get() else { return };
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+    for (key, v) in vectors {
+        if v.len() == model.dim && c.len() < CACHE_MAX {
+            c.entry(key).or_insert((v.into(), false));
+        }
+    }
+}
+
+/// The vectors this process used (embedded or preloaded and asked for), by the SHA-256 of their
+/// text, to keep for the next process; in no particular order.
+pub fn used() -> Vec<([u8; 32], Arc<[f32]>)> {
+    let Some(cache) = CACHE.get() else {
+        return Vec::new();
+    };
+    let c = cache.lock().unwrap_or_else(|e| e.into_inner());
+    c.iter()
+        .filter(|(_, (_, used))| *used)
+        .map(|(k, (v, _))| (*k, v.clone()))
+        .collect()
 }
 
 #[cfg(test)]
