@@ -419,21 +419,22 @@ impl<'a> FeedbackBatch<'a> {
 /// [`team_feedback_decide`].
 pub fn team_feedback_findings(batch: &[(&str, &str)], team: &[(&str, &str)]) -> Vec<Finding> {
     let fb = FeedbackBatch::of(batch, team);
-    let mut out = Vec::new();
-    for (path, text, _) in &fb.candidates {
-        let mut against: Vec<Note<'_>> = fb
-            .existing
-            .iter()
-            .map(|(p, t)| Note { path: p, text: t })
-            .collect();
-        against.extend(
-            fb.candidates
-                .iter()
-                .filter(|(p, _, _)| p != path)
-                .map(|(p, t, _)| Note { path: p, text: t }),
-        );
-        out.extend(feedback::check_one(&Note { path, text }, &against));
-    }
+    // Each candidate against the live memories, then against the other candidates: one
+    // comparison, so that every memory is read once (not once per candidate), less the pairs of
+    // a candidate with itself.
+    let candidates: Vec<Note<'_>> = fb
+        .candidates
+        .iter()
+        .map(|(p, t, _)| Note { path: p, text: t })
+        .collect();
+    let against: Vec<Note<'_>> = fb
+        .existing
+        .iter()
+        .map(|(p, t)| Note { path: p, text: t })
+        .chain(candidates.iter().copied())
+        .collect();
+    let mut out = feedback::compare(&candidates, &against);
+    out.retain(|f| f.a != f.b);
     out
 }
 
