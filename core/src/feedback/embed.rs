@@ -373,8 +373,8 @@ impl Model {
                 let scores = &mut scores[..n * n];
                 for h in 0..self.heads {
                     let off = at + h * dh;
-                    // scores = q_h · k_hᵀ
-                    matmul(
+                    // scores = q_h · k_hᵀ, scaled
+                    gemm(
                         n,
                         dh,
                         n,
@@ -382,11 +382,13 @@ impl Model {
                         (&k[off..], 1, d),
                         (scores, n, 1),
                         scale,
+                        0.0,
                     );
                     for row in scores.chunks_exact_mut(n) {
                         softmax(row);
                     }
-                    matmul(
+                    // context_h = scores · v_h
+                    gemm(
                         n,
                         n,
                         dh,
@@ -394,6 +396,7 @@ impl Model {
                         (&v[off..], d, 1),
                         (&mut ctx[off..], d, 1),
                         1.0,
+                        0.0,
                     );
                 }
             }
@@ -439,13 +442,15 @@ impl Dense {
             out.extend_from_slice(&self.b);
         }
         // out += x[n×in] · wᵀ[in×out]; wᵀ is w read with swapped strides.
-        matmul_acc(
+        gemm(
             n,
             self.inp,
             self.out,
             (x, self.inp, 1),
             (&self.w, 1, self.inp),
             (&mut out, self.out, 1),
+            1.0,
+            1.0,
         );
         out
     }
@@ -453,32 +458,8 @@ impl Dense {
 
 type Operand<'a> = (&'a [f32], usize, usize);
 
-/// `c = alpha · a·b` for an `m×k` `a` and a `k×n` `b`, each given with its row and column
-/// strides.
-fn matmul(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: Operand<'_>,
-    b: Operand<'_>,
-    c: (&mut [f32], usize, usize),
-    alpha: f32,
-) {
-    gemm(m, k, n, a, b, c, alpha, 0.0);
-}
-
-/// `c += a·b`.
-fn matmul_acc(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: Operand<'_>,
-    b: Operand<'_>,
-    c: (&mut [f32], usize, usize),
-) {
-    gemm(m, k, n, a, b, c, 1.0, 1.0);
-}
-
+/// `c = alpha · a·b + beta · c` for an `m×k` `a` and a `k×n` `b`, each given with its row and
+/// column strides.
 #[allow(clippy::too_many_arguments)]
 fn gemm(
     m: usize,

@@ -123,15 +123,23 @@ pub async fn prejudge(
         .filter(|(p, _)| !deleted.contains(p))
         .collect();
     let mut findings = policy::team_feedback_findings(&batch, &team);
-    // A proposal is compared with the published team feedback but itself.
-    for (path, text) in batch.iter().filter(|(_, t)| is_feedback(t)) {
-        let against: Vec<Note<'_>> = team
-            .iter()
-            .filter(|(p, t)| p != path && is_feedback(t))
-            .map(|(p, t)| Note { path: p, text: t })
-            .collect();
-        findings.extend(feedback::check_one(&Note { path, text }, &against));
-    }
+    // A proposal is compared with the published team feedback but itself: one comparison, so
+    // that every memory is read once, less the pairs of a memory with its published version.
+    let proposed: Vec<Note<'_>> = batch
+        .iter()
+        .filter(|(_, t)| is_feedback(t))
+        .map(|(p, t)| Note { path: p, text: t })
+        .collect();
+    let published: Vec<Note<'_>> = team
+        .iter()
+        .filter(|(_, t)| is_feedback(t))
+        .map(|(p, t)| Note { path: p, text: t })
+        .collect();
+    findings.extend(
+        feedback::compare(&proposed, &published)
+            .into_iter()
+            .filter(|f| f.a != f.b),
+    );
     // Batch texts first: a path the batch writes is judged as pushed.
     let text_of = |p: &str| -> Option<&str> {
         batch
