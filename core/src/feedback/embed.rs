@@ -8,9 +8,10 @@
 //! `model.safetensors` and `vocab.txt` ([`Model::load_dir`]). Without them, the detector works
 //! as before, and this module does nothing.
 //!
-//! The forward pass is plain Rust over `f32` (matrix products by `matrixmultiply`), so the
-//! default build stays lean; a memory costs a few milliseconds, and [`embedding`] keeps the
-//! vectors of texts it has seen, so a process embeds each memory once.
+//! The forward pass is plain Rust over `f32` (matrix products by `ndarray`, on
+//! `matrixmultiply`), so the default build stays lean; a memory costs about 20 ms of CPU (a
+//! release build on this project's 2-core CI machine), and [`embeddings`] keeps the vectors of
+//! texts it has seen, so a process embeds each memory once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -287,7 +288,7 @@ impl Model {
 
     /// The WordPiece token ids of `text` (BERT's uncased tokenizer: control characters dropped,
     /// CJK ideographs split apart, lower-cased, accents stripped, split at whitespace and
-    /// punctuation), with `[CLS]` and `[SEP]`, at most [`MAX_TOKENS`].
+    /// punctuation), with `[CLS]` and `[SEP]`, at most 64 (`MAX_TOKENS`).
     pub fn tokens(&self, text: &str) -> Vec<u32> {
         let mut out = vec![self.cls];
         'words: for word in pre_tokens(text) {
