@@ -2549,24 +2549,9 @@ const CROSS: &[(&str, &str, &str, &str)] = &[
 pub const EXPLAINED: &[(&str, &str, &str)] = &[
     // Found `related` by the wording similarity (and a few missed contradictions) since round three.
     (
-        "merge-commits-for-prs.md",
-        "pr-titles-imperative.md",
-        "the team rule names squash merges only in passing ('the PR title becomes the squash commit subject'); the two sentences share no word beyond the merge-strategy concept and squash is not in the team rule's headline, so the pick is not taken to be its subject and it reports `related`",
-    ),
-    (
         "unwrap-ok-when-infallible.md",
         "no-panics-in-request-handlers.md",
         "'unwrap()' is allowed in one and forbidden in the other, but the two short rules share little wording (n-gram cosine under 0.18) and under half their subject, so the flipped word is not trusted and it reports `related`",
-    ),
-    (
-        "es-no-squash.md",
-        "pr-titles-imperative.md",
-        "the team rule names squash merges only in passing ('the PR title becomes the squash commit subject'); the two sentences share no word beyond the merge-strategy concept and squash is not in the team rule's headline, so the pick is not taken to be its subject and it reports `related`",
-    ),
-    (
-        "ja-rebase-no-merge-commit.md",
-        "pr-titles-imperative.md",
-        "the team rule names squash merges only in passing ('the PR title becomes the squash commit subject'); the two sentences share no word beyond the merge-strategy concept and squash is not in the team rule's headline, so the pick is not taken to be its subject and it reports `related`",
     ),
     (
         "mock-db-in-integration-tests.md",
@@ -2834,13 +2819,6 @@ pub const EXPLAINED: &[(&str, &str, &str)] = &[
         "two short rules of one domain that share wording (both name rebase); the checker lists them as `related` for the session-start notice (worded alike, no contradiction), the corpus labels them unrelated",
     ),
     // Missed contradictions.
-    (
-        "run-migrations-freely.md",
-        "ask-before-migrations.md",
-        "only 'ask' opposes ('without asking' vs 'always ask'); the rest of the team rule is a \
-         condition ('before running a migration…'), and one opposed word weighs less than the \
-         two the checker requires, so it reports `related`",
-    ),
     (
         "string-errors-in-cli.md",
         "typed-errors-thiserror.md",

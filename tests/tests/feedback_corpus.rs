@@ -25,14 +25,15 @@ fn precision_and_recall_on_the_corpus() {
             o.explained.unwrap_or("NOT EXPLAINED")
         );
     }
+    // The figures the corpus had when it became the regression set (issue 16): 0.973 / 0.982.
     assert!(
-        report.precision() >= 0.9,
-        "contradiction precision {:.3} < 0.9",
+        report.precision() >= 0.973,
+        "contradiction precision {:.3} < 0.973",
         report.precision()
     );
     assert!(
-        report.recall() >= 0.9,
-        "contradiction recall {:.3} < 0.9",
+        report.recall() >= 0.982,
+        "contradiction recall {:.3} < 0.982",
         report.recall()
     );
 

@@ -1087,6 +1087,20 @@ fn resolve(items: &[Item], n_tok: usize, n_anchor: usize, toks: &[Tok], lower: &
             ItemKind::Comma => {
                 shield = Shield::None;
                 seg += 1;
+                // "Tests mit Vitest, nicht mit Jest": a negation that reads both ways stops at
+                // the comma before it; what came before is the pick.
+                if let Some(Item {
+                    kind:
+                        ItemKind::Cue(Cue::Polar {
+                            pol: Pol::Neg,
+                            dir: Dir::Both,
+                            ..
+                        }),
+                    ..
+                }) = items.get(idx + 1)
+                {
+                    flush(&mut r, &mut pending, Some(state.unwrap_or(Pol::Pos)));
+                }
                 // "don't mock the database, hit a real one"
                 if let Some(Item {
                     kind: ItemKind::Tok(t),

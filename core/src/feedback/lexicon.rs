@@ -1066,7 +1066,10 @@ pub(crate) const CONCEPTS: &[ConceptDef] = &[
     ConceptDef {
         label: "the JavaScript test runner",
         exclusive: true,
-        context: None,
+        // Polish "jest" is "is": the runner is named where tests are.
+        context: Some(
+            r"test|spec|mock|snapshot|runner|vitest|mocha|coverage|javascript|typescript|\b[jt]sx?\b|node|npm|pnpm|yarn|frontend|テスト|测试|테스트",
+        ),
         choices: &[
             ch("jest", &[r"\bjest\b"]),
             ch("vitest", &[r"\bvitest\b"]),
@@ -1418,6 +1421,20 @@ pub(crate) const CONCEPTS: &[ConceptDef] = &[
                 r"\buv\.lock\b",
                 r"\bgemfile\.lock\b",
                 r"锁文件|ロックファイル",
+            ],
+        )],
+    },
+    ConceptDef {
+        label: "asking before acting",
+        exclusive: false,
+        context: Some(r"\bbefore\b|\bfirst\b|without|\bwait\w* for|permission|sign[- ]?off|approv"),
+        choices: &[ch(
+            "ask first",
+            &[
+                r"\bask(?:s|ed|ing)?\b(?:{G}(?:me|us|the|a|an|team|lead|owner|someone))*(?:{G}(?:first|before|for (?:permission|approval|sign[- ]?off)))",
+                r"\bwithout (?:first )?(?P<c>ask\w*)",
+                r"\bsign[- ]?off\b",
+                r"\bpermission\b",
             ],
         )],
     },

@@ -78,9 +78,11 @@
 //!    that says both says neither). Amounts oppose when they cannot both hold: each amount
 //!    carries its unit (time, percent, columns, approvals, or any counted word: "100 MB",
 //!    "3 retries") and its bound ("within 5 minutes" and "up to 500" are at most, "at least 6
-//!    months" at least); following the first must keep to the second, so "within 15 minutes"
-//!    breaks "within 5 minutes" but not the other way round, and a 10-minute lifetime keeps to
-//!    "at most 15 minutes". Amounts compare only in compatible scopes ("staging backups 7 days"
+//!    months" at least); they oppose only when no amount keeps to both: "exactly 7 days" vs
+//!    "exactly 30", "at least 6 months" vs "after 3 months". Two bounds in the same direction
+//!    never do ("within 15 minutes" and "within 5 minutes" are both kept by acting within 5: the
+//!    stricter one refines the other, and the pair is `related`), and a 10-minute lifetime keeps
+//!    to "at most 15 minutes". Amounts compare only in compatible scopes ("staging backups 7 days"
 //!    vs "production backups 90 days" do not) and in sentences about one thing (two words in
 //!    common besides a unit of time or a counted word, or one and memories worded alike).
 //! 5. **Wording.** Each memory's name and directive also get a profile of character n-grams
@@ -486,17 +488,16 @@ enum Bound {
 }
 
 impl Bound {
-    /// Whether following `x` of this bound keeps to `y` of `other`: an exact amount or an
-    /// opposite bound must be possible under both ("a 10-minute TTL" keeps to "at most 15
-    /// minutes"), a bound in the same direction must be as strict ("within 15 minutes" does not
-    /// keep to "within 5").
+    /// Whether some amount keeps to both `x` of this bound and `y` of `other`: an exact amount or
+    /// an opposite bound must be possible under both ("a 10-minute TTL" keeps to "at most 15
+    /// minutes"); two bounds in the same direction always are (acting "within 5 minutes" keeps
+    /// to "within 15" too).
     fn meets(self, x: f64, other: Bound, y: f64) -> bool {
         use Bound::{AtLeast, AtMost, Exact};
         let eq = (x - y).abs() < f64::EPSILON;
         match (self, other) {
             (Exact, Exact) => eq,
-            (AtMost, AtMost) => x <= y,
-            (AtLeast, AtLeast) => x >= y,
+            (AtMost, AtMost) | (AtLeast, AtLeast) => true,
             (AtMost, Exact) => y <= x,
             (Exact, AtMost) => x <= y,
             (AtLeast, Exact) => y >= x,
@@ -1129,9 +1130,20 @@ fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<
             }
             // Two different picks explain the conflict better than "X" vs "not X".
             let weight = W_CONCEPT + u32::from(sa.choice != sb.choice);
+            // A pick named in passing as what the rule takes for granted ("they become the squash
+            // commit subject") is that rule's pick as much as a stated one, against a rule whose
+            // headline makes the other pick.
+            let presumes = |x: &Analysis,
+                            s: &analyze::ChoiceStance,
+                            y: &Analysis,
+                            t: &analyze::ChoiceStance| {
+                presupposed(x, s) && y.in_headline(t.snip.0)
+            };
             let anchored = sentence_overlap(a, sa.clause, b, sb.clause, false, analyze::W_WORD)
                 .saturating_sub(part_overlap(a, sa.clause, b, sb.clause))
-                >= analyze::W_WORD;
+                >= analyze::W_WORD
+                || presumes(a, sa, b, sb)
+                || presumes(b, sb, a, sa);
             let o = Opposition {
                 anchored,
                 subject: concept_label(sa.concept).to_owned(),
@@ -1148,12 +1160,36 @@ fn choice_opposition(a: &Analysis, b: &Analysis) -> (Option<Opposition>, Option<
             } else {
                 &mut apart
             };
-            if slot.as_ref().is_none_or(|x| x.weight < o.weight) {
+            // An opposition whose sentences are about one thing beats a heavier one whose are not.
+            if slot
+                .as_ref()
+                .is_none_or(|x| (x.anchored, x.weight) < (o.anchored, o.weight))
+            {
                 *slot = Some(o);
             }
         }
     }
     (same, apart)
+}
+
+/// Whether a pick is named as a thing the rule takes for granted: "the squash commit subject",
+/// "our pnpm lockfile" (its name after "the" or "our", qualifying the noun that follows).
+fn presupposed(x: &Analysis, s: &analyze::ChoiceStance) -> bool {
+    let Some(label) = lexicon::CONCEPTS
+        .get(s.concept)
+        .and_then(|c| c.choices.get(s.choice))
+        .map(|c| c.label.to_lowercase())
+    else {
+        return false;
+    };
+    let snip = x.text[s.snip.0..s.snip.1].to_lowercase();
+    ["the ", "our "].iter().any(|det| {
+        snip.match_indices(&format!("{det}{label} "))
+            .any(|(at, m)| {
+                (at == 0 || snip[..at].ends_with(' '))
+                    && snip[at + m.len()..].starts_with(|c: char| c.is_alphabetic())
+            })
+    })
 }
 
 /// Two sentences about one thing (they share two words), in compatible scopes, where one says

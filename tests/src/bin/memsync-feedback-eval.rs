@@ -11,7 +11,7 @@
 //! `--set dev+` scores the development sets apart and prints their sum; `--set
 //! dev|dev2|…|dev6|heldout6|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
-//! cross-topic finding, with the label's reason and the finding's.
+//! cross-topic finding, with the label's reason and the finding's; `--all` lists the right ones too.
 
 use std::time::Instant;
 
@@ -95,7 +95,7 @@ fn kind_of_kind(k: Option<feedback::Kind>) -> &'static str {
     }
 }
 
-fn score_set(which: &str, misses: bool) {
+fn score_set(which: &str, misses: bool, all: bool) {
     let dir = match which {
         n if feedback_eval::DEV_SETS.contains(&n) || n == feedback_eval::HELD_OUT => {
             feedback_eval::set_dir(which)
@@ -198,10 +198,11 @@ fn score_set(which: &str, misses: bool) {
                 Label::Compatible | Label::DifferentScope => got == "related",
                 Label::Unrelated => got == "nothing",
             };
-            if ok {
+            if ok && !all {
                 continue;
             }
-            println!("  {p} x {t}: got {got}\n    label: {why}");
+            let mark = if ok { "right" } else { "got" };
+            println!("  {p} x {t}: {mark} {got}\n    label: {why}");
             if let Some(f) = f {
                 println!("    reason: {}", f.reason);
             }
@@ -314,7 +315,11 @@ fn main() {
             score_dev_sets();
             return;
         }
-        score_set(which, args.iter().any(|a| a == "--misses"));
+        score_set(
+            which,
+            args.iter().any(|a| a == "--misses" || a == "--all"),
+            args.iter().any(|a| a == "--all"),
+        );
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--bench") {
