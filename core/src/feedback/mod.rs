@@ -16,7 +16,8 @@
 //!
 //! 1. **Directive.** A feedback memory leads with its rule, then `**Why:**` and
 //!    `**How to apply:**` lines. The rule lines (the body up to the first such label — bold or
-//!    not, in English, Chinese, Japanese, Korean, German, Spanish or French) and the
+//!    not, in English, Chinese, Japanese, Korean, German, Spanish, French, Portuguese, Italian,
+//!    Dutch, Polish, Swedish or Turkish) and the
 //!    `description` are the directive; the why/how lines are context and are not read. Only
 //!    `type: feedback` memories (or `metadata.type`) that parse are compared. Text is
 //!    NFKC-normalised and lower-cased, split into sentences, and sentences into parts at commas,
@@ -1543,6 +1544,57 @@ pub fn terms(text: &str) -> Vec<(String, u32)> {
     analyze(text)
         .map(|x| x.terms.into_iter().map(|t| (t.key, t.weight)).collect())
         .unwrap_or_default()
+}
+
+#[doc(hidden)]
+/// Figures of every pair of `a` × `b`, for tuning (`memsync-feedback-eval --features`): the
+/// shared subject's weight, each side's weight, the shared concepts, the wording's cosine, the
+/// meaning's cosine (-1 without the model), and the detector's verdict and likelihood.
+pub fn pair_features(a: &[&str], b: &[&str]) -> Vec<(usize, usize, [f32; 6], Option<(Kind, u32)>)> {
+    let notes = |x: &[&str]| -> Vec<(String, String)> {
+        x.iter()
+            .enumerate()
+            .map(|(i, t)| (i.to_string(), (*t).to_owned()))
+            .collect()
+    };
+    let (na, nb) = (notes(a), notes(b));
+    let mut aa: Vec<Option<Analysis>> = na.iter().map(|n| analyze(&n.1)).collect();
+    let mut bb: Vec<Option<Analysis>> = nb.iter().map(|n| analyze(&n.1)).collect();
+    if embed::installed() {
+        let mut all: Vec<&mut Analysis> = aa.iter_mut().chain(bb.iter_mut()).flatten().collect();
+        let texts: Vec<&str> = all.iter().map(|x| x.said.as_str()).collect();
+        if let Some(vectors) = embed::embeddings(&texts) {
+            for (x, v) in all.iter_mut().zip(vectors) {
+                x.meaning = Some(v);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, xa) in aa.iter().enumerate() {
+        let Some(xa) = xa else { continue };
+        for (j, xb) in bb.iter().enumerate() {
+            let Some(xb) = xb else { continue };
+            let (w, concepts, _) = shared_subject(xa, xb);
+            let meaning = match (&xa.meaning, &xb.meaning) {
+                (Some(x), Some(y)) => embed::cosine(x, y),
+                _ => -1.0,
+            };
+            out.push((
+                i,
+                j,
+                [
+                    w as f32,
+                    xa.weight() as f32,
+                    xb.weight() as f32,
+                    concepts.len() as f32,
+                    similar::cosine(&xa.profile, &xb.profile),
+                    meaning,
+                ],
+                judge(xa, xb).map(|(k, _, l)| (k, l)),
+            ));
+        }
+    }
+    out
 }
 
 #[doc(hidden)]

@@ -288,6 +288,21 @@ fn main() {
         }
         return;
     }
+    if let Some(i) = args.iter().position(|a| a == "--features") {
+        // `--features SET`: every pair's figures, tab-separated, for tuning.
+        let which = args.get(i + 1).map(String::as_str).unwrap_or("dev");
+        let set = EvalSet::load(&feedback_eval::set_dir(which)).expect("set");
+        let a: Vec<&str> = set.private.iter().map(|n| n.text.as_str()).collect();
+        let b: Vec<&str> = set.team.iter().map(|n| n.text.as_str()).collect();
+        for (i, j, f, v) in feedback::pair_features(&a, &b) {
+            let (p, t) = (&set.private[i].path, &set.team[j].path);
+            let label = set.label(p, t);
+            let (k, l) = v.map_or(("nothing", 0), |(k, l)| (kind_of_kind(Some(k)), l));
+            let f: Vec<String> = f.iter().map(|x| format!("{x:.4}")).collect();
+            println!("{}\t{}\t{k}\t{l}\t{p}\t{t}", label.name(), f.join("\t"));
+        }
+        return;
+    }
     if let Some(i) = args.iter().position(|a| a == "--stats") {
         let which = args.get(i + 1).map(String::as_str).unwrap_or("dev");
         let set = EvalSet::load(&feedback_eval::set_dir(which)).expect("set");
