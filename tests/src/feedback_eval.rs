@@ -483,3 +483,148 @@ impl EvalSet {
             .collect()
     }
 }
+
+/// A development set's findings with the figures that rank related pairs.
+pub struct Ranked {
+    pub set: EvalSet,
+    pub findings: Vec<(Finding, [f32; feedback::RANK_FEATURES])>,
+}
+
+impl Ranked {
+    pub fn load(name: &str) -> Ranked {
+        let set = EvalSet::load(&set_dir(name)).expect("set");
+        let a: Vec<&str> = set.private.iter().map(|n| n.text.as_str()).collect();
+        let b: Vec<&str> = set.team.iter().map(|n| n.text.as_str()).collect();
+        let findings = feedback::pair_features(&a, &b)
+            .into_iter()
+            .map(|(i, j, kind, likelihood, reason, x)| {
+                let f = Finding {
+                    a: set.private[i].path.clone(),
+                    b: set.team[j].path.clone(),
+                    kind,
+                    reason,
+                    likelihood,
+                };
+                (f, x)
+            })
+            .collect();
+        Ranked { set, findings }
+    }
+
+    /// Related findings as (figures, labelled a contradiction).
+    pub fn samples(&self) -> impl Iterator<Item = ([f32; feedback::RANK_FEATURES], bool)> + '_ {
+        self.findings
+            .iter()
+            .filter(|(f, _)| f.kind == Kind::Related)
+            .map(|(f, x)| (*x, self.set.label(&f.a, &f.b) == Label::Contradiction))
+    }
+
+    /// The notice's reach at 3, 5 and 8 pairs with related pairs ranked by `model`, or as the
+    /// detector ranks them (`None`).
+    pub fn notice(&self, model: Option<&[f32; feedback::RANK_FEATURES + 1]>) -> Vec<f64> {
+        let findings: Vec<Finding> = self
+            .findings
+            .iter()
+            .map(|(f, x)| {
+                let mut f = f.clone();
+                if let (Some(m), Kind::Related) = (model, f.kind) {
+                    f.likelihood = (feedback::logistic(m, x) * 1000.0).round() as u32;
+                }
+                f
+            })
+            .collect();
+        self.set
+            .notice_curve(&findings, 10, &[Some(3), Some(5), Some(8)])
+            .iter()
+            .map(|p| p.recall)
+            .collect()
+    }
+}
+
+/// Logistic regression by Newton's method, with the L2 penalty ½‖w‖² on the weights (not the
+/// intercept): the model `feedback::logistic` reads, weights then intercept.
+pub fn fit_logistic(
+    samples: &[([f32; feedback::RANK_FEATURES], bool)],
+) -> [f32; feedback::RANK_FEATURES + 1] {
+    const D: usize = feedback::RANK_FEATURES + 1;
+    let row = |x: &[f32; feedback::RANK_FEATURES]| -> [f64; D] {
+        let mut r = [1.0; D];
+        for (r, v) in r.iter_mut().zip(x) {
+            *r = f64::from(*v);
+        }
+        r
+    };
+    let mut w = [0.0f64; D];
+    for _ in 0..50 {
+        // Gradient and Hessian of the penalised log loss.
+        let mut grad = w;
+        grad[D - 1] = 0.0;
+        let mut hess = [[0.0f64; D]; D];
+        for (k, h) in hess.iter_mut().enumerate().take(D - 1) {
+            h[k] = 1.0;
+        }
+        for (x, y) in samples {
+            let r = row(x);
+            let z: f64 = r.iter().zip(&w).map(|(a, b)| a * b).sum();
+            let p = 1.0 / (1.0 + (-z).exp());
+            let e = p - f64::from(u8::from(*y));
+            for ((g, h), ri) in grad.iter_mut().zip(hess.iter_mut()).zip(&r) {
+                *g += e * ri;
+                for (hij, rj) in h.iter_mut().zip(&r) {
+                    *hij += p * (1.0 - p) * ri * rj;
+                }
+            }
+        }
+        let step = solve(hess, grad);
+        for (w, s) in w.iter_mut().zip(&step) {
+            *w -= s;
+        }
+        if step.iter().map(|s| s.abs()).fold(0.0, f64::max) < 1e-9 {
+            break;
+        }
+    }
+    w.map(|v| v as f32)
+}
+
+/// Solves `m · x = g` by Gaussian elimination with partial pivoting.
+fn solve<const D: usize>(mut m: [[f64; D]; D], mut g: [f64; D]) -> [f64; D] {
+    for c in 0..D {
+        let piv = (c..D)
+            .max_by(|&a, &b| m[a][c].abs().total_cmp(&m[b][c].abs()))
+            .unwrap_or(c);
+        m.swap(c, piv);
+        g.swap(c, piv);
+        let (pivot, gc) = (m[c], g[c]);
+        for (row, gr) in m.iter_mut().zip(g.iter_mut()).skip(c + 1) {
+            let f = row[c] / pivot[c];
+            for (x, p) in row.iter_mut().zip(&pivot).skip(c) {
+                *x -= f * p;
+            }
+            *gr -= f * gc;
+        }
+    }
+    let mut x = [0.0f64; D];
+    for c in (0..D).rev() {
+        let s: f64 = m[c].iter().zip(&x).skip(c + 1).map(|(a, b)| a * b).sum();
+        x[c] = (g[c] - s) / m[c][c];
+    }
+    x
+}
+
+/// Holds the committed ranking model (`committed`, `feedback::RANK_WORDS` or `RANK_MEANING`,
+/// whichever the process reads) to a fresh fit on `sets`: each weight within 0.05, so a change to
+/// the detector that moves the figures is told to refit (`memsync-feedback-eval
+/// --fit-ranking`). Returns the notice's reach at 8 related pairs as built, the mean over `sets`.
+pub fn check_ranking(sets: &[Ranked], committed: &[f32; feedback::RANK_FEATURES + 1]) -> f64 {
+    let all: Vec<_> = sets.iter().flat_map(Ranked::samples).collect();
+    let fitted = fit_logistic(&all);
+    for (k, (c, f)) in committed.iter().zip(&fitted).enumerate() {
+        assert!(
+            (c - f).abs() <= 0.05,
+            "ranking weight {k}: committed {c}, fitted {f}; run `memsync-feedback-eval \
+             --fit-ranking` (with --model DIR for RANK_MEANING) and update \
+             core/src/feedback/mod.rs: {fitted:?}"
+        );
+    }
+    sets.iter().map(|s| s.notice(None)[2]).sum::<f64>() / sets.len() as f64
+}

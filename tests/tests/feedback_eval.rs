@@ -9,7 +9,9 @@
 //! them would invite tuning on them). Scored, it is spent: the next round tunes on it and needs
 //! a fresh held-out set. The same with the optional embedding model: `feedback_model.rs`.
 
-use memsync_e2e::feedback_eval::{DEV_SETS, EvalSet, HELD_OUT, Label, Score, set_dir};
+use memsync_e2e::feedback_eval::{
+    DEV_SETS, EvalSet, HELD_OUT, Label, Ranked, Score, check_ranking, set_dir,
+};
 
 fn load(name: &str) -> EvalSet {
     EvalSet::load(&set_dir(name)).unwrap_or_else(|e| panic!("{name}: {e:#}"))
@@ -94,6 +96,16 @@ fn development_set_figures_hold() {
         "{:.2} findings per 100 unrelated pairs",
         all.unrelated_findings_per_100()
     );
+}
+
+#[test]
+fn related_pairs_are_ranked_by_the_model_fitted_on_the_development_sets() {
+    let sets: Vec<Ranked> = DEV_SETS.iter().map(|n| Ranked::load(n)).collect();
+    let notice = check_ranking(&sets, &memsync_core::feedback::RANK_WORDS);
+    // 0.798 when fitted (0.801 with each set ranked by a model fitted on the other five; 0.782
+    // when pairs were ranked by their closeness alone).
+    println!("notice at 8 pairs, mean of the development sets: {notice:.3}");
+    assert!(notice >= 0.79, "notice at 8 pairs reaches {notice:.3}");
 }
 
 #[test]

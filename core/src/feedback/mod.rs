@@ -121,7 +121,7 @@
 //!    encoder whose weights the operator fetches; `--feedback-model-dir` on the server,
 //!    MEMSYNC_FEEDBACK_MODEL on a user's machine), a pair whose meanings have a cosine of at
 //!    least 0.42 is `related` even with no word in common (`close in meaning`), and the
-//!    likelihood averages the words' closeness with the meaning's. It never makes a
+//!    meaning's cosine is one more thing that ranks related pairs. It never makes a
 //!    contradiction.
 //!
 //! What it does not do: it does not understand exceptions beyond the scope words ("only for
@@ -134,7 +134,11 @@
 //! a quarter to a half of its `contradiction` verdicts are wrong. The hand-written regression corpus
 //! (`tests/src/feedback_corpus.rs`) lists every case it gets wrong there, with the reason.
 //! Each finding carries a `likelihood` that ranks the related pairs the session-start notice
-//! lists.
+//! lists: for a related pair, a logistic model's probability (in thousandths) that it is a
+//! contradiction, from how close the two are in words (and meaning), how much they share and how
+//! long they are (`rank_features`), fitted on the development sets' related findings
+//! (`memsync-feedback-eval [--model DIR] --fit-ranking`, which also scores each set ranked by a
+//! model fitted on the other five).
 
 mod analyze;
 pub mod embed;
@@ -175,9 +179,11 @@ pub struct Finding {
     /// One line naming the shared subject and the opposing cues.
     pub reason: String,
     /// How likely the pair is to contradict, 0–1000: 1000 for a contradiction; for a related
-    /// pair, how close the two are (the better of the Dice coefficient of their weighted
-    /// subject terms and the cosine of their wording, in thousandths, at most 999). Ranks the
-    /// related pairs the session-start notice lists.
+    /// pair, at most 999, the ranking model's estimate (see the module docs) from how close the
+    /// two are (the better of the Dice coefficient of their weighted subject terms and the
+    /// cosine of their wording, averaged with the meaning's cosine when the embedding model is
+    /// installed), how much they share and how long they are. Ranks the related pairs the
+    /// session-start notice lists.
     pub likelihood: u32,
 }
 
@@ -185,18 +191,10 @@ pub struct Finding {
 /// ignored; a note that doesn't parse is ignored). Pairs with nothing in common are not
 /// reported. Findings come in the order of `a`, then of `b`.
 pub fn compare(a: &[Note<'_>], b: &[Note<'_>]) -> Vec<Finding> {
-    let mut aa: Vec<Option<Analysis>> = a.iter().map(|n| analyze(n.text)).collect();
-    let mut bb: Vec<Option<Analysis>> = b.iter().map(|n| analyze(n.text)).collect();
-    if embed::installed() {
-        // What each memory means, all at once (the model runs faster on many texts together).
-        let mut all: Vec<&mut Analysis> = aa.iter_mut().chain(bb.iter_mut()).flatten().collect();
-        let texts: Vec<&str> = all.iter().map(|x| x.said.as_str()).collect();
-        if let Some(vectors) = embed::embeddings(&texts) {
-            for (x, v) in all.iter_mut().zip(vectors) {
-                x.meaning = Some(v);
-            }
-        }
+    fn texts<'t>(x: &[Note<'t>]) -> Vec<&'t str> {
+        x.iter().map(|n| n.text).collect()
     }
+    let (aa, bb) = read_both(&texts(a), &texts(b));
     let mut out = Vec::new();
     for (na, xa) in a.iter().zip(&aa) {
         let Some(xa) = xa else { continue };
@@ -214,6 +212,24 @@ pub fn compare(a: &[Note<'_>], b: &[Note<'_>]) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Reads both sets (a text that is not a feedback memory, or does not parse, reads as `None`),
+/// with what each memory means when the embedding model is installed: all at once, as the model
+/// runs faster on many texts together.
+fn read_both(a: &[&str], b: &[&str]) -> (Vec<Option<Analysis>>, Vec<Option<Analysis>>) {
+    let read = |x: &[&str]| -> Vec<Option<Analysis>> { x.iter().map(|t| analyze(t)).collect() };
+    let (mut aa, mut bb) = (read(a), read(b));
+    if embed::installed() {
+        let mut all: Vec<&mut Analysis> = aa.iter_mut().chain(bb.iter_mut()).flatten().collect();
+        let texts: Vec<&str> = all.iter().map(|x| x.said.as_str()).collect();
+        if let Some(vectors) = embed::embeddings(&texts) {
+            for (x, v) in all.iter_mut().zip(vectors) {
+                x.meaning = Some(v);
+            }
+        }
+    }
+    (aa, bb)
 }
 
 /// Same, for one candidate against a set (the server's check of a single push / the stateless
@@ -261,6 +277,11 @@ struct Opposition {
 /// The verdict on a pair, its one-line reason and its likelihood of being a contradiction (see
 /// [`Finding::likelihood`]).
 fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
+    judge_ranked(a, b).map(|(k, r, l, _)| (k, r, l))
+}
+
+/// [`judge`], with the figures that ranked a related pair ([`rank_features`]).
+fn judge_ranked(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32, [f32; RANK_FEATURES])> {
     let (shared_weight, shared_concepts, shared_terms) = shared_subject(a, b);
     let meaning = match (&a.meaning, &b.meaning) {
         (Some(x), Some(y)) => Some(embed::cosine(x, y)),
@@ -277,19 +298,40 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
         }
         .min(999)
     };
+    // Related pairs are ranked for the notice by how likely they are to contradict (see
+    // `rank`), from how close they are and what they share.
+    let features = |closeness: u32, alike: f32| {
+        rank_features(
+            closeness,
+            shared_weight,
+            (a.weight(), b.weight()),
+            shared_concepts.len(),
+            alike,
+            meaning,
+        )
+    };
     // A pair close enough in meaning is related, whatever its words.
-    let by_meaning = |terms: &[usize], likelihood: u32| {
-        meaning
-            .filter(|&m| m >= MEANING_RELATED)
-            .map(|m| (Kind::Related, meaning_reason(a, b, terms, m), likelihood))
+    let by_meaning = |terms: &[usize], x: [f32; RANK_FEATURES]| {
+        meaning.filter(|&m| m >= MEANING_RELATED).map(|m| {
+            (
+                Kind::Related,
+                meaning_reason(a, b, terms, m),
+                rank(&x, meaning.is_some()),
+                x,
+            )
+        })
     };
     if shared_weight == 0 {
-        return by_meaning(&[], with_meaning(0));
+        return by_meaning(&[], features(with_meaning(0), 0.0));
     }
     let alike = similar::cosine(&a.profile, &b.profile);
     let dice = 2000 * shared_weight / (a.weight() + b.weight());
     // In words: the better of the shared subject's Dice coefficient and the wording's cosine.
-    let closeness = with_meaning(dice.max((alike * 1000.0) as u32).min(999));
+    let x = features(
+        with_meaning(dice.max((alike * 1000.0) as u32).min(999)),
+        alike,
+    );
+    let likelihood = rank(&x, meaning.is_some());
     match verdict(a, b, shared_weight, &shared_concepts, &shared_terms, alike) {
         // A flipped word between memories worded nothing alike is more often two rules about
         // different things than one rule and its opposite. Two different picks of an exclusive
@@ -301,11 +343,12 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
             Some((
                 Kind::Related,
                 format!("{reason} (but worded too differently to call it a contradiction)"),
-                closeness,
+                likelihood,
+                x,
             ))
         }
-        Some((Kind::Contradiction, reason, _)) => Some((Kind::Contradiction, reason, 1000)),
-        Some((Kind::Related, reason, _)) => Some((Kind::Related, reason, closeness)),
+        Some((Kind::Contradiction, reason, _)) => Some((Kind::Contradiction, reason, 1000, x)),
+        Some((Kind::Related, reason, _)) => Some((Kind::Related, reason, likelihood, x)),
         None if alike >= SIMILAR_RELATED && shared_weight >= analyze::W_WORD => Some((
             Kind::Related,
             format!(
@@ -314,10 +357,68 @@ fn judge(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32)> {
                 term_names(a, &shared_terms, 3).join(", "),
                 alike * 100.0
             ),
-            closeness,
+            likelihood,
+            x,
         )),
-        None => by_meaning(&shared_terms, closeness),
+        None => by_meaning(&shared_terms, x),
     }
+}
+
+/// What ranks a related pair: its closeness (thousandths, see [`judge`]), the shared subject's
+/// weight (log), Dice coefficient and share of the smaller memory, shared lexicon concepts (at
+/// most 2), the wording's cosine, each memory's weight (log, smaller then larger), and with the
+/// embedding model the meaning's cosine (else 0).
+#[doc(hidden)]
+pub fn rank_features(
+    closeness: u32,
+    shared: u32,
+    (wa, wb): (u32, u32),
+    concepts: usize,
+    alike: f32,
+    meaning: Option<f32>,
+) -> [f32; RANK_FEATURES] {
+    let (w, lo, hi) = (shared as f32, wa.min(wb) as f32, wa.max(wb) as f32);
+    [
+        closeness as f32 / 1000.0,
+        w.ln_1p(),
+        2.0 * w / (lo + hi).max(1.0),
+        w / lo.max(1.0),
+        concepts.min(2) as f32,
+        alike,
+        lo.ln_1p(),
+        hi.ln_1p(),
+        meaning.map_or(0.0, |m| m.max(0.0)),
+    ]
+}
+
+#[doc(hidden)]
+pub const RANK_FEATURES: usize = 9;
+
+/// A logistic model of "this related pair is a contradiction" over [`rank_features`], fitted on
+/// the development sets' related findings (`memsync-feedback-eval --fit-ranking` prints these and
+/// how the notice does with them, each set scored by a model fitted on the others): weights,
+/// then the intercept. One model for the words alone, one with the meaning's cosine.
+#[doc(hidden)]
+pub const RANK_WORDS: [f32; RANK_FEATURES + 1] = [
+    1.8124, 1.9812, -1.7788, -1.2004, -1.1427, 4.3449, -0.4741, 0.0041, 0.0000, -5.2488,
+];
+#[doc(hidden)]
+pub const RANK_MEANING: [f32; RANK_FEATURES + 1] = [
+    2.1511, 1.3746, -1.6677, -1.0225, -0.7678, 2.8384, -0.4765, 0.1479, 3.5909, -5.9883,
+];
+
+/// A related pair's likelihood, 0–999, from [`rank_features`] (`meaning`: whether they hold the
+/// meaning's cosine).
+fn rank(x: &[f32; RANK_FEATURES], meaning: bool) -> u32 {
+    let model = if meaning { &RANK_MEANING } else { &RANK_WORDS };
+    (1000.0 * logistic(model, x)).round().clamp(0.0, 999.0) as u32
+}
+
+#[doc(hidden)]
+/// The probability a logistic model (`weights` then the intercept) gives `x`.
+pub fn logistic(model: &[f32; RANK_FEATURES + 1], x: &[f32; RANK_FEATURES]) -> f32 {
+    let z = model[RANK_FEATURES] + model.iter().zip(x).map(|(w, v)| w * v).sum::<f32>();
+    1.0 / (1.0 + (-z).exp())
 }
 
 /// The reason of a pair found related by its meaning only.
@@ -1547,51 +1648,21 @@ pub fn terms(text: &str) -> Vec<(String, u32)> {
 }
 
 #[doc(hidden)]
-/// Figures of every pair of `a` × `b`, for tuning (`memsync-feedback-eval --features`): the
-/// shared subject's weight, each side's weight, the shared concepts, the wording's cosine, the
-/// meaning's cosine (-1 without the model), and the detector's verdict and likelihood.
-pub fn pair_features(a: &[&str], b: &[&str]) -> Vec<(usize, usize, [f32; 6], Option<(Kind, u32)>)> {
-    let notes = |x: &[&str]| -> Vec<(String, String)> {
-        x.iter()
-            .enumerate()
-            .map(|(i, t)| (i.to_string(), (*t).to_owned()))
-            .collect()
-    };
-    let (na, nb) = (notes(a), notes(b));
-    let mut aa: Vec<Option<Analysis>> = na.iter().map(|n| analyze(&n.1)).collect();
-    let mut bb: Vec<Option<Analysis>> = nb.iter().map(|n| analyze(&n.1)).collect();
-    if embed::installed() {
-        let mut all: Vec<&mut Analysis> = aa.iter_mut().chain(bb.iter_mut()).flatten().collect();
-        let texts: Vec<&str> = all.iter().map(|x| x.said.as_str()).collect();
-        if let Some(vectors) = embed::embeddings(&texts) {
-            for (x, v) in all.iter_mut().zip(vectors) {
-                x.meaning = Some(v);
-            }
-        }
-    }
+/// Every finding of `a` × `b` (indexes, kind, likelihood, reason) with the figures that rank it
+/// ([`rank_features`]), for fitting the ranking (`memsync-feedback-eval --fit-ranking`).
+pub fn pair_features(
+    a: &[&str],
+    b: &[&str],
+) -> Vec<(usize, usize, Kind, u32, String, [f32; RANK_FEATURES])> {
+    let (aa, bb) = read_both(a, b);
     let mut out = Vec::new();
     for (i, xa) in aa.iter().enumerate() {
         let Some(xa) = xa else { continue };
         for (j, xb) in bb.iter().enumerate() {
             let Some(xb) = xb else { continue };
-            let (w, concepts, _) = shared_subject(xa, xb);
-            let meaning = match (&xa.meaning, &xb.meaning) {
-                (Some(x), Some(y)) => embed::cosine(x, y),
-                _ => -1.0,
-            };
-            out.push((
-                i,
-                j,
-                [
-                    w as f32,
-                    xa.weight() as f32,
-                    xb.weight() as f32,
-                    concepts.len() as f32,
-                    similar::cosine(&xa.profile, &xb.profile),
-                    meaning,
-                ],
-                judge(xa, xb).map(|(k, _, l)| (k, l)),
-            ));
+            if let Some((k, r, l, x)) = judge_ranked(xa, xb) {
+                out.push((i, j, k, l, r, x));
+            }
         }
     }
     out

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use memsync_core::feedback::{self, Note};
 use memsync_e2e::feedback_corpus::{self, Outcome};
-use memsync_e2e::feedback_eval::{self, EvalSet, Label};
+use memsync_e2e::feedback_eval::{self, EvalSet, Label, Ranked, fit_logistic};
 
 fn show(o: &Outcome) -> String {
     let mut s = format!(
@@ -222,6 +222,60 @@ fn score_set(which: &str, misses: bool, all: bool) {
     }
 }
 
+/// `--fit-ranking`: fits the model that ranks related pairs on the development sets (with
+/// `--model DIR`, the one that reads the meaning's cosine too), prints it for
+/// `core/src/feedback/mod.rs`, and scores the notice of each set ranked by a model fitted on the
+/// other sets, next to the detector's ranking as built.
+fn fit_ranking() {
+    let sets: Vec<Ranked> = feedback_eval::DEV_SETS
+        .iter()
+        .map(|n| Ranked::load(n))
+        .collect();
+    let all: Vec<_> = sets.iter().flat_map(Ranked::samples).collect();
+    let model = fit_logistic(&all);
+    let name = if feedback::embed::installed() {
+        "RANK_MEANING"
+    } else {
+        "RANK_WORDS"
+    };
+    let positives = all.iter().filter(|(_, y)| *y).count();
+    println!(
+        "fitted on {} related findings of the development sets ({positives} labelled contradictions):",
+        all.len()
+    );
+    let nums: Vec<String> = model.iter().map(|v| format!("{v:.4}")).collect();
+    println!(
+        "const {name}: [f32; RANK_FEATURES + 1] = [{}];",
+        nums.join(", ")
+    );
+    println!(
+        "notice reach at 3 / 5 / 8 related pairs, each set ranked by a model fitted on the others:"
+    );
+    let (mut built, mut held) = (vec![0.0; 3], vec![0.0; 3]);
+    for (k, s) in sets.iter().enumerate() {
+        let others: Vec<_> = sets
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != k)
+            .flat_map(|(_, r)| r.samples())
+            .collect();
+        let m = fit_logistic(&others);
+        let (b, h) = (s.notice(None), s.notice(Some(&m)));
+        println!(
+            "  {}: as built {:.3} / {:.3} / {:.3}; fitted on the others {:.3} / {:.3} / {:.3}",
+            s.set.name, b[0], b[1], b[2], h[0], h[1], h[2]
+        );
+        for i in 0..3 {
+            built[i] += b[i] / sets.len() as f64;
+            held[i] += h[i] / sets.len() as f64;
+        }
+    }
+    println!(
+        "  mean: as built {:.3} / {:.3} / {:.3}; fitted on the others {:.3} / {:.3} / {:.3}",
+        built[0], built[1], built[2], held[0], held[1], held[2]
+    );
+}
+
 /// The development sets, each scored over its own cross product, and their sum.
 fn score_dev_sets() {
     let mut total = feedback_eval::Score::default();
@@ -288,19 +342,8 @@ fn main() {
         }
         return;
     }
-    if let Some(i) = args.iter().position(|a| a == "--features") {
-        // `--features SET`: every pair's figures, tab-separated, for tuning.
-        let which = args.get(i + 1).map(String::as_str).unwrap_or("dev");
-        let set = EvalSet::load(&feedback_eval::set_dir(which)).expect("set");
-        let a: Vec<&str> = set.private.iter().map(|n| n.text.as_str()).collect();
-        let b: Vec<&str> = set.team.iter().map(|n| n.text.as_str()).collect();
-        for (i, j, f, v) in feedback::pair_features(&a, &b) {
-            let (p, t) = (&set.private[i].path, &set.team[j].path);
-            let label = set.label(p, t);
-            let (k, l) = v.map_or(("nothing", 0), |(k, l)| (kind_of_kind(Some(k)), l));
-            let f: Vec<String> = f.iter().map(|x| format!("{x:.4}")).collect();
-            println!("{}\t{}\t{k}\t{l}\t{p}\t{t}", label.name(), f.join("\t"));
-        }
+    if args.iter().any(|a| a == "--fit-ranking") {
+        fit_ranking();
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--stats") {
