@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Validate the dev6 feedback-memory contradiction set (stdlib only).
+"""Validate a labelled feedback-memory contradiction set (stdlib only): every set of
+tests/feedback-eval/ has this format (see a set's README).
 
-Usage: python3 validate.py [DIR]   (DIR defaults to the directory of this script)
-Exit status 0 when every file is clean, 1 otherwise.
-"""
+Usage: python3 validate.py DIR
+Exit status 0 when every file is clean, 1 otherwise."""
 import glob
 import json
 import os
@@ -107,7 +107,10 @@ def check_file(path):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    if len(sys.argv) != 2:
+        print("usage: python3 validate.py DIR (a set of tests/feedback-eval/, e.g. dev4)")
+        return 2
+    root = sys.argv[1]
     files = sorted(glob.glob(os.path.join(root, "*.json")))
     if not files:
         print("no JSON files found in", root)
