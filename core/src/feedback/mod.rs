@@ -403,11 +403,11 @@ pub const RANK_FEATURES: usize = 9;
 /// then the intercept. One model for the words alone, one with the meaning's cosine.
 #[doc(hidden)]
 pub const RANK_WORDS: [f32; RANK_FEATURES + 1] = [
-    2.0754, 1.9898, -1.8038, -1.1536, -1.3254, 4.6228, -0.3002, -0.0489, 0.0000, -5.8122,
+    1.9477, 2.1513, -1.9077, -1.2896, -1.3633, 4.6279, -0.4486, -0.0509, 0.0000, -5.5828,
 ];
 #[doc(hidden)]
 pub const RANK_MEANING: [f32; RANK_FEATURES + 1] = [
-    2.3186, 1.3362, -1.6649, -0.8837, -0.9019, 3.1604, -0.2587, 0.0456, 3.7490, -6.5442,
+    2.3121, 1.3881, -1.6947, -0.9392, -0.9445, 3.0726, -0.3597, 0.0993, 3.7951, -6.5134,
 ];
 
 /// A related pair's likelihood, 0–999, from [`rank_features`] (`meaning`: whether they hold the
