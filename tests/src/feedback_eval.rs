@@ -1,4 +1,4 @@
-//! The labelled feedback evaluation sets of `tests/feedback-eval/` (`dev/` to `dev6/` to tune
+//! The labelled feedback evaluation sets of `tests/feedback-eval/` (`dev/` to `dev7/` to tune
 //! on, `heldout7/` to score once), and their scoring.
 //!
 //! Each set is a directory of topic files (see the set's README): private and team feedback
@@ -399,7 +399,7 @@ fn ratio(a: usize, b: usize) -> f64 {
 
 /// The development sets: tuned on, their figures held as floors. `dev2` and `dev3` were
 /// held-out sets until they were scored (round two), `dev4` until round three, `dev5` until
-/// round four, `dev6` until round five; a scored set is spent.
+/// round four, `dev6` until round five, `dev7` until round six; a scored set is spent.
 pub const DEV_SETS: [&str; 7] = ["dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7"];
 /// The held-out set, scored once when a round of work on the detector is done.
 pub const HELD_OUT: &str = "heldout7";

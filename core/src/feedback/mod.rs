@@ -127,12 +127,14 @@
 //! What it does not do: it does not understand exceptions beyond the scope words ("only for
 //! hotfixes"), conventions outside the lexicon (RFC 7807 vs a custom envelope), scopes it has
 //! no words for ("the CLI" vs "services", "server components" vs "client components"), nor
-//! what a rule presupposes. Measured on labelled sets written without seeing it
+//! what a rule presupposes beyond a lexicon pick named in passing ("they become the squash
+//! commit subject"). Measured on labelled sets written without seeing it
 //! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout7`; figures
 //! in `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
 //! but calls only a fifth to two fifths of them contradictions, and on sets it was not tuned on
-//! a quarter to a half of its `contradiction` verdicts are wrong. The hand-written regression corpus
-//! (`tests/src/feedback_corpus.rs`) lists every case it gets wrong there, with the reason.
+//! a quarter to more than half of its `contradiction` verdicts are wrong. The hand-written
+//! regression corpus (`tests/src/feedback_corpus.rs`) lists every case it gets wrong there,
+//! with the reason.
 //! Each finding carries a `likelihood` that ranks the related pairs the session-start notice
 //! lists: for a related pair, a logistic model's probability (in thousandths) that it is a
 //! contradiction, from how close the two are in words (and meaning), how much they share and how
@@ -291,9 +293,9 @@ fn judge_ranked(a: &Analysis, b: &Analysis) -> Option<(Kind, String, u32, [f32; 
         _ => None,
     };
     // How alike the two are, in thousandths, from how alike their words are: with a model,
-    // averaged with their meanings' cosine (on the development sets, the notice at 8 pairs then
-    // reaches 0.80 of the contradictions instead of 0.78, the mean of the six sets; the words
-    // alone or the better of the two rank worse).
+    // averaged with their meanings' cosine (round six: on the development sets, the notice at 8
+    // pairs then reached 0.80 of the contradictions instead of 0.78, the mean of the six sets;
+    // the words alone or the better of the two ranked worse). One of the ranking's figures.
     let with_meaning = |words: u32| {
         match meaning {
             Some(m) => ((words as f32 + m.max(0.0) * 1000.0) / 2.0) as u32,
