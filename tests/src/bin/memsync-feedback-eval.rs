@@ -9,7 +9,7 @@
 //! two rules given on the command line.
 //!
 //! `--set dev+` scores the development sets apart and prints their sum; `--set
-//! dev|dev2|…|dev7|heldout7|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
+//! dev|dev2|…|dev8|heldout8|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
 //! cross-topic finding, with the label's reason and the finding's; `--all` lists the right ones too.
 
@@ -17,7 +17,9 @@ use std::time::Instant;
 
 use memsync_core::feedback::{self, Note};
 use memsync_e2e::feedback_corpus::{self, Outcome};
-use memsync_e2e::feedback_eval::{self, EvalSet, Label, Ranked, fit_logistic};
+use memsync_e2e::feedback_eval::{
+    self, EvalSet, Label, Ranked, fit_logistic, fit_relate, relate_figures,
+};
 
 fn show(o: &Outcome) -> String {
     let mut s = format!(
@@ -232,7 +234,7 @@ fn fit_ranking() {
         .map(|n| Ranked::load(n))
         .collect();
     let all: Vec<_> = sets.iter().flat_map(Ranked::samples).collect();
-    let model = fit_logistic(&all);
+    let model = fit_logistic(&all, 1.0);
     let name = if feedback::embed::installed() {
         "RANK_MEANING"
     } else {
@@ -259,7 +261,7 @@ fn fit_ranking() {
             .filter(|(j, _)| *j != k)
             .flat_map(|(_, r)| r.samples())
             .collect();
-        let m = fit_logistic(&others);
+        let m = fit_logistic(&others, 1.0);
         let (b, h) = (s.notice(None), s.notice(Some(&m)));
         println!(
             "  {}: as built {:.3} / {:.3} / {:.3}; fitted on the others {:.3} / {:.3} / {:.3}",
@@ -274,6 +276,50 @@ fn fit_ranking() {
         "  mean: as built {:.3} / {:.3} / {:.3}; fitted on the others {:.3} / {:.3} / {:.3}",
         built[0], built[1], built[2], held[0], held[1], held[2]
     );
+    if !feedback::embed::installed() {
+        return;
+    }
+    // Which pairs the words leave silent are related, by the meaning's figures.
+    let refs: Vec<&Ranked> = sets.iter().collect();
+    let (relate, threshold) = fit_relate(&refs, feedback::RELATE_PER_100);
+    let nums: Vec<String> = relate.iter().map(|v| format!("{v:.4}")).collect();
+    println!(
+        "pairs the words leave silent, fitted on {} of them:",
+        sets.iter().map(|r| r.silent.len()).sum::<usize>()
+    );
+    println!(
+        "const RELATE_MEANING: [f32; RANK_FEATURES + 1] = [{}];",
+        nums.join(", ")
+    );
+    println!("const RELATE_THRESHOLD: f32 = {threshold:.4};");
+    println!(
+        "same-subject recall and findings per 100 unrelated pairs, each set by a model and threshold fitted on the others (as built):"
+    );
+    let show = |c: [usize; 4]| {
+        format!(
+            "{:.3} at {:.2} per 100",
+            c[0] as f64 / c[1].max(1) as f64,
+            100.0 * c[2] as f64 / c[3].max(1) as f64
+        )
+    };
+    let (mut held, mut built) = ([0usize; 4], [0usize; 4]);
+    for (k, s) in sets.iter().enumerate() {
+        let others: Vec<&Ranked> = sets
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != k)
+            .map(|(_, r)| r)
+            .collect();
+        let (m, t) = fit_relate(&others, feedback::RELATE_PER_100);
+        let h = relate_figures(s, &m, t);
+        let b = relate_figures(s, &feedback::RELATE_MEANING, feedback::RELATE_THRESHOLD);
+        for i in 0..4 {
+            held[i] += h[i];
+            built[i] += b[i];
+        }
+        println!("  {}: {} ({})", s.set.name, show(h), show(b));
+    }
+    println!("  together: {} ({})", show(held), show(built));
 }
 
 /// The development sets, each scored over its own cross product, and their sum.
@@ -339,6 +385,25 @@ fn main() {
         rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         for (n, k) in rows.iter().filter(|(n, _)| *n >= 3) {
             println!("{n}\t{k}");
+        }
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--figures") {
+        // `--figures SET`: every pair's label, verdict and ranking figures, tab-separated.
+        let which = args.get(i + 1).map(String::as_str).unwrap_or("dev");
+        let set = EvalSet::load(&feedback_eval::set_dir(which)).expect("set");
+        let a: Vec<&str> = set.private.iter().map(|n| n.text.as_str()).collect();
+        let b: Vec<&str> = set.team.iter().map(|n| n.text.as_str()).collect();
+        for p in feedback::pair_features(&a, &b) {
+            let (pa, tb) = (&set.private[p.a].path, &set.team[p.b].path);
+            let kind = kind_of_kind(p.verdict.as_ref().map(|v| v.0));
+            let x: Vec<String> = p.x.iter().map(|v| format!("{v:.4}")).collect();
+            println!(
+                "{}\t{kind}\t{}\t{}\t{pa}\t{tb}",
+                set.label(pa, tb).name(),
+                u8::from(p.words_silent),
+                x.join("\t")
+            );
         }
         return;
     }
