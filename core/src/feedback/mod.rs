@@ -133,7 +133,7 @@
 //! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout8`; figures
 //! in `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
 //! but calls only a fifth to two fifths of them contradictions, and on sets it was not tuned on
-//! a quarter to more than half of its `contradiction` verdicts are wrong. The hand-written
+//! a fifth to more than half of its `contradiction` verdicts are wrong. The hand-written
 //! regression corpus (`tests/src/feedback_corpus.rs`) lists every case it gets wrong there,
 //! with the reason.
 //! Each finding carries a `likelihood` that ranks the related pairs the session-start notice
