@@ -12,6 +12,13 @@
 //! dev|dev2|…|dev8|heldout8|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
 //! cross-topic finding, with the label's reason and the finding's; `--all` lists the right ones too.
+//!
+//! `--fit-ranking` fits, on the development sets, the logistic model that ranks related pairs
+//! for the session-start notice and prints its weights for `core/src/feedback/mod.rs`, with the
+//! notice of each set ranked by a model fitted on the others; with `--model DIR` it fits the one
+//! that reads the meaning too, and the model (and threshold) that decides which pairs the words
+//! leave silent are related by their meaning. `--figures SET` prints every pair's label,
+//! verdict and ranking figures, tab-separated. `--model DIR` installs the embedding model first.
 
 use std::time::Instant;
 
