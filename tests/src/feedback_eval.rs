@@ -513,20 +513,18 @@ impl Ranked {
             .filter(|p| p.words_silent)
             .map(|p| (p.x, label(p) != Label::Unrelated))
             .collect();
-        let unrelated = pairs.iter().filter(|p| label(p) == Label::Unrelated);
-        let unrelated = (
-            unrelated.clone().count(),
-            unrelated
-                .filter(|p| !p.words_silent && p.verdict.is_some())
-                .count(),
-        );
-        let on_subject = pairs.iter().filter(|p| label(p) != Label::Unrelated);
-        let same_subject = (
-            on_subject.clone().count(),
-            on_subject
-                .filter(|p| !p.words_silent && p.verdict.is_some())
-                .count(),
-        );
+        // (pairs, pairs the words found) of those on one subject or not.
+        let counts = |on_subject: bool| {
+            let of = pairs
+                .iter()
+                .filter(|p| (label(p) != Label::Unrelated) == on_subject);
+            (
+                of.clone().count(),
+                of.filter(|p| !p.words_silent && p.verdict.is_some())
+                    .count(),
+            )
+        };
+        let (unrelated, same_subject) = (counts(false), counts(true));
         let findings = pairs
             .into_iter()
             .filter_map(|p| {

@@ -1,7 +1,7 @@
 //! The checker's data: polarity cues (English, Chinese, Japanese, Korean, German, Spanish,
 //! French, Portuguese, Italian, Dutch, Polish, Swedish, and Turkish words, though not its
-//! negative verb suffixes), stop words, the domain lexicon of concepts and the scope qualifiers. Everything here
-//! is a table; [`Lexicon::get`] compiles it once.
+//! negative verb suffixes), stop words, the domain lexicon of concepts and the scope
+//! qualifiers. Everything here is a table; [`Lexicon::get`] compiles it once.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;

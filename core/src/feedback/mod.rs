@@ -141,7 +141,7 @@
 //! contradiction, from how close the two are in words (and meaning), how much they share and how
 //! long they are (`rank_features`), fitted on the development sets' related findings
 //! (`memsync-feedback-eval [--model DIR] --fit-ranking`, which also scores each set ranked by a
-//! model fitted on the other five).
+//! model fitted on the others).
 
 mod analyze;
 pub mod embed;
@@ -197,24 +197,32 @@ pub fn compare(a: &[Note<'_>], b: &[Note<'_>]) -> Vec<Finding> {
     fn texts<'t>(x: &[Note<'t>]) -> Vec<&'t str> {
         x.iter().map(|n| n.text).collect()
     }
-    let (aa, bb) = read_both(&texts(a), &texts(b));
     let mut out = Vec::new();
-    for (na, xa) in a.iter().zip(&aa) {
+    each_pair(&texts(a), &texts(b), |i, j, judged| {
+        if let Some((kind, reason, likelihood)) = judged.verdict {
+            out.push(Finding {
+                a: a[i].path.to_owned(),
+                b: b[j].path.to_owned(),
+                kind,
+                reason,
+                likelihood,
+            });
+        }
+    });
+    out
+}
+
+/// Judges every pair of `a` × `b` that reads as feedback memories, in the order of `a`, then of
+/// `b`, handing `f` their indexes and the verdict with its figures.
+fn each_pair(a: &[&str], b: &[&str], mut f: impl FnMut(usize, usize, Judged)) {
+    let (aa, bb) = read_both(a, b);
+    for (i, xa) in aa.iter().enumerate() {
         let Some(xa) = xa else { continue };
-        for (nb, xb) in b.iter().zip(&bb) {
+        for (j, xb) in bb.iter().enumerate() {
             let Some(xb) = xb else { continue };
-            if let Some((kind, reason, likelihood)) = judge(xa, xb) {
-                out.push(Finding {
-                    a: na.path.to_owned(),
-                    b: nb.path.to_owned(),
-                    kind,
-                    reason,
-                    likelihood,
-                });
-            }
+            f(i, j, judge_ranked(xa, xb));
         }
     }
-    out
 }
 
 /// Reads both sets (a text that is not a feedback memory, or does not parse, reads as `None`),
@@ -340,7 +348,8 @@ fn judge_ranked(a: &Analysis, b: &Analysis) -> Judged {
         with_meaning(dice.max((alike * 1000.0) as u32).min(999)),
         alike,
     );
-    let likelihood = rank(&x, meaning.is_some());
+    // Only a related pair needs its likelihood.
+    let likelihood = || rank(&x, meaning.is_some());
     let verdict = match verdict(a, b, shared_weight, &shared_concepts, &shared_terms, alike) {
         // A flipped word between memories worded nothing alike is more often two rules about
         // different things than one rule and its opposite. Two different picks of an exclusive
@@ -352,11 +361,11 @@ fn judge_ranked(a: &Analysis, b: &Analysis) -> Judged {
             Some((
                 Kind::Related,
                 format!("{reason} (but worded too differently to call it a contradiction)"),
-                likelihood,
+                likelihood(),
             ))
         }
         Some((Kind::Contradiction, reason, _)) => Some((Kind::Contradiction, reason, 1000)),
-        Some((Kind::Related, reason, _)) => Some((Kind::Related, reason, likelihood)),
+        Some((Kind::Related, reason, _)) => Some((Kind::Related, reason, likelihood())),
         None if alike >= SIMILAR_RELATED && shared_weight >= analyze::W_WORD => Some((
             Kind::Related,
             format!(
@@ -365,7 +374,7 @@ fn judge_ranked(a: &Analysis, b: &Analysis) -> Judged {
                 term_names(a, &shared_terms, 3).join(", "),
                 alike * 100.0
             ),
-            likelihood,
+            likelihood(),
         )),
         None => return by_meaning(&shared_terms, x),
     };
@@ -1719,22 +1728,16 @@ pub fn terms(text: &str) -> Vec<(String, u32)> {
 /// Every pair of `a` × `b` with its verdict and the figures that rank it ([`rank_features`]),
 /// for fitting the ranking (`memsync-feedback-eval --fit-ranking`).
 pub fn pair_features(a: &[&str], b: &[&str]) -> Vec<PairFigures> {
-    let (aa, bb) = read_both(a, b);
     let mut out = Vec::new();
-    for (i, xa) in aa.iter().enumerate() {
-        let Some(xa) = xa else { continue };
-        for (j, xb) in bb.iter().enumerate() {
-            let Some(xb) = xb else { continue };
-            let judged = judge_ranked(xa, xb);
-            out.push(PairFigures {
-                a: i,
-                b: j,
-                verdict: judged.verdict,
-                x: judged.x,
-                words_silent: judged.words_silent,
-            });
-        }
-    }
+    each_pair(a, b, |i, j, judged| {
+        out.push(PairFigures {
+            a: i,
+            b: j,
+            verdict: judged.verdict,
+            x: judged.x,
+            words_silent: judged.words_silent,
+        });
+    });
     out
 }
 

@@ -261,14 +261,17 @@ fn fit_ranking() {
         "notice reach at 3 / 5 / 8 related pairs, each set ranked by a model fitted on the others:"
     );
     let (mut built, mut held) = (vec![0.0; 3], vec![0.0; 3]);
-    for (k, s) in sets.iter().enumerate() {
-        let others: Vec<_> = sets
-            .iter()
+    // The sets but the `k`th.
+    let others = |k: usize| -> Vec<&Ranked> {
+        sets.iter()
             .enumerate()
             .filter(|(j, _)| *j != k)
-            .flat_map(|(_, r)| r.samples())
-            .collect();
-        let m = fit_logistic(&others, 1.0);
+            .map(|(_, r)| r)
+            .collect()
+    };
+    for (k, s) in sets.iter().enumerate() {
+        let samples: Vec<_> = others(k).into_iter().flat_map(Ranked::samples).collect();
+        let m = fit_logistic(&samples, 1.0);
         let (b, h) = (s.notice(None), s.notice(Some(&m)));
         println!(
             "  {}: as built {:.3} / {:.3} / {:.3}; fitted on the others {:.3} / {:.3} / {:.3}",
@@ -311,13 +314,7 @@ fn fit_ranking() {
     };
     let (mut held, mut built) = ([0usize; 4], [0usize; 4]);
     for (k, s) in sets.iter().enumerate() {
-        let others: Vec<&Ranked> = sets
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != k)
-            .map(|(_, r)| r)
-            .collect();
-        let (m, t) = fit_relate(&others, feedback::RELATE_PER_100);
+        let (m, t) = fit_relate(&others(k), feedback::RELATE_PER_100);
         let h = relate_figures(s, &m, t);
         let b = relate_figures(s, &feedback::RELATE_MEANING, feedback::RELATE_THRESHOLD);
         for i in 0..4 {
