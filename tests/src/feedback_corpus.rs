@@ -2900,17 +2900,376 @@ pub const EXPLAINED: &[(&str, &str, &str)] = &[
          changes, the other about CI passing before merge",
     ),
     (
-        "commit-directly-to-own-branch.md",
-        "keep-commits-in-pr.md",
-        "they share 'commit', 'PR' and 'review', all common terms (most topics use them), which \
-         together weigh less than two words",
-    ),
-    (
         "any-ok-in-test-fixtures.md",
         "no-any-in-app-code.md",
         "`any` in backticks is the TypeScript type, but a backticked everyday word weighs as the \
          word (so `main` alone makes no subject), and 'any' is a common word; nothing else is \
          shared",
+    ),
+    // Round nine: without the embedding model, a pair whose rules leave it silent but that shares
+    // a word's weight is related when the model fitted on the development sets says its shared
+    // terms and wording put it on one subject. The development sets' cross-topic pairs are
+    // easier negatives than the rules of one codebase here: one shared term between two one-line
+    // rules of one domain, with a fifth of their short wording in common, reads as a subject.
+    (
+        "mock-db-in-integration-tests.md",
+        "store-timestamps-utc.md",
+        "two one-line rules of one domain that share only database and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "use-npm-for-installs.md",
+        "pin-exact-versions.md",
+        "two one-line rules of one domain that share only dependencies, packages and 20% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "use-npm-for-installs.md",
+        "renovate-bumps.md",
+        "two one-line rules of one domain that share only dependencies, packages and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "camelcase-json-fields.md",
+        "agent-responses-english.md",
+        "two one-line rules of one domain that share only responses and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "camelcase-json-fields.md",
+        "short-responses.md",
+        "two one-line rules of one domain that share only responses and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "camelcase-json-fields.md",
+        "log-timestamp-field.md",
+        "two one-line rules of one domain that share only fields and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "camelcase-json-fields.md",
+        "structured-log-fields.md",
+        "two one-line rules of one domain that share only fields and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "camelcase-json-fields.md",
+        "plain-json-logs.md",
+        "two one-line rules of one domain that share only json and 13% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "force-push-main-after-bad-merge.md",
+        "rebase-onto-main.md",
+        "two one-line rules of one domain that share only main, merge and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "no-cargo-fmt-on-untouched.md",
+        "pnpm-only.md",
+        "two one-line rules of one domain that share only workspace, run and 15% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "run-migrations-freely.md",
+        "integration-tests-hit-postgres.md",
+        "two one-line rules of one domain that share only database, run and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "run-migrations-freely.md",
+        "es-migraciones-reversibles.md",
+        "two one-line rules of one domain that share only migrations and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "run-migrations-freely.md",
+        "de-integration-real-db.md",
+        "two one-line rules of one domain that share only database and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "single-quotes-js.md",
+        "rfc3339-timestamps.md",
+        "two one-line rules of one domain that share only strings and 15% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "implementation-then-tests.md",
+        "vitest-not-jest.md",
+        "two one-line rules of one domain that share only add, tests and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "caret-ranges-npm.md",
+        "renovate-bumps.md",
+        "two one-line rules of one domain that share only dependencies and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "caret-ranges-npm.md",
+        "pnpm-everything-no-npm.md",
+        "two one-line rules of one domain that share only npm and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "async-std-worker.md",
+        "no-blocking-in-async.md",
+        "two one-line rules of one domain that share only async-std and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "leave-console-logs.md",
+        "no-commented-out-code.md",
+        "two one-line rules of one domain that share only leave, code and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "sleep-for-server-startup.md",
+        "vitest-not-jest.md",
+        "two one-line rules of one domain that share only tests, add and 15% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "sleep-for-server-startup.md",
+        "tracing-not-println.md",
+        "two one-line rules of one domain that share only server and 20% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "no-trailing-commas.md",
+        "no-blocking-in-async.md",
+        "two one-line rules of one domain that share only function, call and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "epoch-timestamps-api.md",
+        "agent-responses-english.md",
+        "two one-line rules of one domain that share only responses and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "epoch-timestamps-api.md",
+        "short-responses.md",
+        "two one-line rules of one domain that share only responses and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "squash-before-pr.md",
+        "no-emoji-in-commits.md",
+        "two one-line rules of one domain that share only pull request, commit and 20% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "squash-before-pr.md",
+        "small-prs.md",
+        "two one-line rules of one domain that share only pull request and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "skip-e2e-in-ci.md",
+        "keep-commits-in-pr.md",
+        "two one-line rules of one domain that share only small, prs and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "skip-e2e-in-ci.md",
+        "e2e-specs-in-e2e-dir.md",
+        "two one-line rules of one domain that share only e2e and 10% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "string-errors-in-cli.md",
+        "double-quotes-prettier.md",
+        "two one-line rules of one domain that share only string and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "string-errors-in-cli.md",
+        "rfc3339-timestamps.md",
+        "two one-line rules of one domain that share only string and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "db-transaction-rollback-tests.md",
+        "store-timestamps-utc.md",
+        "two one-line rules of one domain that share only database and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "fix-prefix-for-bugfixes.md",
+        "regression-test-per-bug.md",
+        "two one-line rules of one domain that share only fix, bug and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "fix-prefix-for-bugfixes.md",
+        "feature-branch-naming.md",
+        "two one-line rules of one domain that share only feat, fix and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "separate-refactor-prs.md",
+        "squash-merge-prs.md",
+        "two one-line rules of one domain that share only pull request and 20% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "separate-refactor-prs.md",
+        "no-direct-commits-to-main.md",
+        "two one-line rules of one domain that share only pull request, changes and 13% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "extract-tailwind-class-lists.md",
+        "one-component-per-file.md",
+        "two one-line rules of one domain that share only component and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "show-sql-before-migrating.md",
+        "raw-sql-with-sqlx.md",
+        "two one-line rules of one domain that share only sql and 13% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "show-sql-before-migrating.md",
+        "es-migraciones-reversibles.md",
+        "two one-line rules of one domain that share only migration and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "read-changelog-before-bump.md",
+        "uv-for-python.md",
+        "two one-line rules of one domain that share only dependency and 21% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "request-id-span-field.md",
+        "log-timestamp-field.md",
+        "two one-line rules of one domain that share only field and 20% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "db-columns-snake-case.md",
+        "integration-tests-real-db.md",
+        "two one-line rules of one domain that share only database and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "db-columns-snake-case.md",
+        "ask-before-migrations.md",
+        "two one-line rules of one domain that share only database and 20% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "db-columns-snake-case.md",
+        "store-timestamps-utc.md",
+        "two one-line rules of one domain that share only database and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "affected-e2e-specs-locally.md",
+        "docker-compose-dev-env.md",
+        "two one-line rules of one domain that share only run, locally and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "affected-e2e-specs-locally.md",
+        "ci-e2e-required.md",
+        "two one-line rules of one domain that share only e2e and 15% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "flag-naming-prefix.md",
+        "api-versioning.md",
+        "two one-line rules of one domain that share only prefix and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "mock-db-in-unit-tests.md",
+        "ask-before-migrations.md",
+        "two one-line rules of one domain that share only database and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "kebab-case-file-names.md",
+        "two-space-frontend.md",
+        "two one-line rules of one domain that share only frontend and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "two-space-yaml.md",
+        "toml-config-only.md",
+        "two one-line rules of one domain that share only yaml, files and 15% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "colors-in-cli-output.md",
+        "tailwind-config-tokens.md",
+        "two one-line rules of one domain that share only colors and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "skip-e2e-locally.md",
+        "e2e-specs-in-e2e-dir.md",
+        "two one-line rules of one domain that share only e2e and 8% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "display-dates-local.md",
+        "two-space-frontend.md",
+        "two one-line rules of one domain that share only frontend and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "commit-directly-to-own-branch.md",
+        "no-emoji-in-commits.md",
+        "two one-line rules of one domain that share only commit, pr and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "any-ok-in-test-fixtures.md",
+        "integration-tests-real-db.md",
+        "two one-line rules of one domain that share only mocks, test and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "any-ok-in-test-fixtures.md",
+        "integration-tests-real-postgres.md",
+        "two one-line rules of one domain that share only mocks, test and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "any-ok-in-test-fixtures.md",
+        "mock-http-with-wiremock.md",
+        "two one-line rules of one domain that share only mocks, test and 15% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "rebase-own-branch-onto-main.md",
+        "ask-before-migrations.md",
+        "two one-line rules of one domain that share only asking and 20% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "rebase-own-branch-onto-main.md",
+        "no-force-push-shared-branches.md",
+        "two one-line rules of one domain that share only branch, main and 18% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "dont-mock-time.md",
+        "integration-tests-real-db.md",
+        "two one-line rules of one domain that share only mock, tests and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "dont-mock-time.md",
+        "integration-tests-real-postgres.md",
+        "two one-line rules of one domain that share only mock, tests and 15% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "no-squash-migrations.md",
+        "integration-tests-real-postgres.md",
+        "two one-line rules of one domain that share only database and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "no-squash-migrations.md",
+        "store-timestamps-utc.md",
+        "two one-line rules of one domain that share only database and 12% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "no-squash-migrations.md",
+        "es-migraciones-reversibles.md",
+        "two one-line rules of one domain that share only migrations and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "no-squash-migrations.md",
+        "de-integration-real-db.md",
+        "two one-line rules of one domain that share only database and 21% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "real-stripe-test-mode.md",
+        "mock-http-with-wiremock.md",
+        "two one-line rules of one domain that share only mocks, tests and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "explain-regexes.md",
+        "docstrings-on-public-api.md",
+        "two one-line rules of one domain that share only explaining and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "explain-regexes.md",
+        "english-in-code-comments.md",
+        "two one-line rules of one domain that share only comment and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "explain-regexes.md",
+        "no-commented-out-code.md",
+        "two one-line rules of one domain that share only comment and 19% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "es-no-squash.md",
+        "no-direct-commits-to-main.md",
+        "two one-line rules of one domain that share only commits, pr and 15% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "fr-heure-locale-logs.md",
+        "plain-json-logs.md",
+        "two one-line rules of one domain that share only logs and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "zh-unit-test-mock-db.md",
+        "mock-http-with-wiremock.md",
+        "two one-line rules of one domain that share only mock and 20% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "ja-rebase-no-merge-commit.md",
+        "rebase-onto-main.md",
+        "two one-line rules of one domain that share only rebase and 21% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
     ),
 ];
 

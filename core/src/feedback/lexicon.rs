@@ -298,6 +298,12 @@ const CUES: &[(&str, Cue)] = &[
     ("are banned", POST_NEG),
     ("is not allowed", POST_NEG),
     ("are not allowed", POST_NEG),
+    ("is rejected", POST_NEG),
+    ("are rejected", POST_NEG),
+    ("gets rejected", POST_NEG),
+    ("get rejected", POST_NEG),
+    ("is not accepted", POST_NEG),
+    ("are not accepted", POST_NEG),
     ("isn't allowed", POST_NEG),
     ("aren't allowed", POST_NEG),
     ("is prohibited", POST_NEG),
@@ -573,6 +579,9 @@ const CUES: &[(&str, Cue)] = &[
     ("utilizamos", PRE_POS_WEAK),
     ("nunca", PRE_NEG),
     ("jamás", PRE_NEG),
+    ("ningún", PRE_NEG),
+    ("ninguna", PRE_NEG),
+    ("ninguno", PRE_NEG),
     ("evita", PRE_NEG),
     ("evitar", PRE_NEG),
     ("está prohibido", POST_NEG),
@@ -598,6 +607,8 @@ const CUES: &[(&str, Cue)] = &[
     ("utiliser", PRE_POS_WEAK),
     ("utilisez", PRE_POS_WEAK),
     ("jamais", PRE_NEG),
+    ("aucun", PRE_NEG),
+    ("aucune", PRE_NEG),
     ("ne", PRE_NEG),
     ("pas", BOTH_NEG),
     ("pas de", PRE_NEG),
@@ -619,6 +630,8 @@ const CUES: &[(&str, Cue)] = &[
     ("temos que", PRE_POS),
     ("não", PRE_NEG),
     ("nem", PRE_NEG),
+    ("nenhum", PRE_NEG),
+    ("nenhuma", PRE_NEG),
     ("evite", PRE_NEG),
     ("é proibido", POST_NEG),
     ("proibido", PRE_NEG),
@@ -642,6 +655,10 @@ const CUES: &[(&str, Cue)] = &[
     ("utilizziamo", PRE_POS_WEAK),
     ("non", PRE_NEG),
     ("mai", PRE_NEG),
+    ("niente", PRE_NEG),
+    ("nessun", PRE_NEG),
+    ("nessuna", PRE_NEG),
+    ("nessuno", PRE_NEG),
     ("evitare", PRE_NEG),
     ("evitiamo", PRE_NEG),
     ("è vietato", PRE_NEG),
@@ -670,6 +687,7 @@ const CUES: &[(&str, Cue)] = &[
     ("nooit", PRE_NEG),
     ("niet", BOTH_NEG),
     ("geen", PRE_NEG),
+    ("niets", PRE_NEG),
     ("vermijd", PRE_NEG),
     ("verboden", BOTH_NEG),
     ("mag niet", BOTH_NEG),
@@ -701,6 +719,10 @@ const CUES: &[(&str, Cue)] = &[
     ("zakaz", PRE_NEG),
     ("zabronione", BOTH_NEG),
     ("nie wolno", PRE_NEG),
+    ("żaden", PRE_NEG),
+    ("żadna", PRE_NEG),
+    ("żadne", PRE_NEG),
+    ("żadnych", PRE_NEG),
     ("można", PRE_PERMIT),
     ("wolno", PRE_PERMIT),
     ("mogą", PRE_PERMIT),
@@ -748,6 +770,7 @@ const CUES: &[(&str, Cue)] = &[
     ("gerekiyor", POST_POS),
     ("sadece", BOTH_POS),
     ("asla", PRE_NEG),
+    ("hiçbir", PRE_NEG),
     ("yasak", POST_NEG),
     ("yasaktır", POST_NEG),
     ("değil", POST_NEG),
@@ -2027,9 +2050,26 @@ pub(crate) const SCOPES: &[ScopeDim] = &[
             ("SEV4", r"\bsev ?-?4\b"),
         ],
     },
+    // Which people: the staff, contractors, interns.
+    ScopeDim {
+        values: &[
+            (
+                "employees",
+                r"\b(?:full-time |permanent )?employees?\b|\bfull-time (?:staff|hires?)\b|\bfestangestellte\w*|\bangestellte\w*|\bsalarié|\bempleados?\b|\bfuncionários?\b|\bdipendenti\b|\bwerknemers?\b|\banställda\b|\bpracowni\w*|\btam zamanl[ıi]|正式员工|正社員|정규직",
+            ),
+            (
+                "contractors",
+                r"\bcontractors?\b|\bfreelanc\w*|\bexternal (?:staff|consultants?|contributors?)\b|\bauftragnehmer\w*|\bexterne[nr]?\b|\bprestataires?\b|\bsous-traitants?\b|\bcontratistas?\b|\bautónomos?\b|\bprestadores?\b|\bterceirizados?\b|\bcollaboratori esterni\b|\bconsulenti\b|\bzzp'?ers?\b|\binhuurkrachten\b|\bkonsulter(?:na)?\b|\bfrilans\w*|\bpodwykonawc\w*|\byüklenici\w*|承包商|外包人员|合同工|業務委託|프리랜서|외주 인력",
+            ),
+            (
+                "interns",
+                r"\binterns?\b|\binternships?\b|\btrainees?\b|\bworking students?\b|\bpraktikant\w*|\bwerkstudent\w*|\bstagiaires?\b|\balternants?\b|\bbecari[oa]s?\b|\bestagiári[oa]s?\b|\bstagist[ie]\b|\bstagiairs?\b|\bstażyst\w*|\bstajyer\w*|实习生|インターン|인턴",
+            ),
+        ],
+    },
 ];
 
-pub(crate) const N_SCOPE_DIMS: usize = 15;
+pub(crate) const N_SCOPE_DIMS: usize = 16;
 
 /// Pairs of words that oppose each other whatever the subject: a rule that says one and a rule
 /// about the same thing that says the other conflict ("rebase *before* review" vs "squash

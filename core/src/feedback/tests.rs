@@ -351,6 +351,20 @@ fn scope_separates_rules() {
         "Use camelCase for variables.",
     );
     related("Use emoji in CLI output.", "No emoji in logs.");
+    // Who the rule is for: employees, contractors, interns.
+    let r = related(
+        "Contractors don't receive a home-office allowance.",
+        "Each employee gets a one-time home-office allowance of EUR 400.",
+    );
+    assert!(r.contains("contractors vs employees"), "{r}");
+    related(
+        "Stajyerler hiçbir koşulda fazla mesai yapmaz.",
+        "Tam zamanlı çalışanlar, yöneticinin onayıyla fazla mesai yapabilir.",
+    );
+    contradiction(
+        "A home-office allowance is never granted.",
+        "Each employee is granted a one-time home-office allowance of EUR 400.",
+    );
 }
 
 #[test]
@@ -445,6 +459,25 @@ fn european_languages() {
         "Schreibe Commit-Nachrichten auf Deutsch.",
         "Commit messages must be written in English.",
     );
+    // "No X" determiners negate as "never" does.
+    contradiction(
+        "Niente icon font nell'app web: solo SVG.",
+        "Nell'app web usiamo un icon font.",
+    );
+    contradiction(
+        "Aucun appel à Google Fonts depuis le site.",
+        "Le site charge ses polices depuis Google Fonts.",
+    );
+    contradiction(
+        "Ningún endpoint devuelve trazas de pila.",
+        "Los endpoints devuelven trazas de pila.",
+    );
+    // And a ban the other side states after its subject is the same ban.
+    let r = related(
+        "Never put @Autowired on a field.",
+        "@Autowired on fields is rejected in review.",
+    );
+    assert!(r.contains("no opposing directives"), "{r}");
 }
 
 // --- What is read ----------------------------------------------------------------------------

@@ -9,7 +9,7 @@
 //! two rules given on the command line.
 //!
 //! `--set dev+` scores the development sets apart and prints their sum; `--set
-//! dev|dev2|…|dev8|heldout8|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
+//! dev|dev2|…|dev9|heldout9|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
 //! cross-topic finding, with the label's reason and the finding's; `--all` lists the right ones too.
 //!
@@ -286,10 +286,19 @@ fn fit_ranking() {
         "  mean: as built {:.3} / {:.3} / {:.3}; fitted on the others {:.3} / {:.3} / {:.3}",
         built[0], built[1], built[2], held[0], held[1], held[2]
     );
-    if !feedback::embed::installed() {
-        return;
-    }
-    // Which pairs the words leave silent are related, by the meaning's figures.
+    // Which pairs the words leave silent are related, by their figures (with the meaning's
+    // cosine among them when the model is installed).
+    let (relate_name, committed) = if feedback::embed::installed() {
+        (
+            "RELATE_MEANING",
+            (feedback::RELATE_MEANING, feedback::RELATE_THRESHOLD),
+        )
+    } else {
+        (
+            "RELATE_WORDS",
+            (feedback::RELATE_WORDS, feedback::RELATE_WORDS_THRESHOLD),
+        )
+    };
     let refs: Vec<&Ranked> = sets.iter().collect();
     let (relate, threshold) = fit_relate(&refs, feedback::RELATE_PER_100);
     let nums: Vec<String> = relate.iter().map(|v| format!("{v:.4}")).collect();
@@ -298,10 +307,10 @@ fn fit_ranking() {
         sets.iter().map(|r| r.silent.len()).sum::<usize>()
     );
     println!(
-        "const RELATE_MEANING: [f32; RANK_FEATURES + 1] = [{}];",
+        "const {relate_name}: [f32; RANK_FEATURES + 1] = [{}];",
         nums.join(", ")
     );
-    println!("const RELATE_THRESHOLD: f32 = {threshold:.4};");
+    println!("const {relate_name}_THRESHOLD: f32 = {threshold:.4};");
     println!(
         "same-subject recall and findings per 100 unrelated pairs, each set by a model and threshold fitted on the others (as built):"
     );
@@ -316,7 +325,7 @@ fn fit_ranking() {
     for (k, s) in sets.iter().enumerate() {
         let (m, t) = fit_relate(&others(k), feedback::RELATE_PER_100);
         let h = relate_figures(s, &m, t);
-        let b = relate_figures(s, &feedback::RELATE_MEANING, feedback::RELATE_THRESHOLD);
+        let b = relate_figures(s, &committed.0, committed.1);
         for i in 0..4 {
             held[i] += h[i];
             built[i] += b[i];
