@@ -445,11 +445,11 @@ pub const RANK_FEATURES: usize = 9;
 /// then the intercept. One model for the words alone, one with the meaning's cosine.
 #[doc(hidden)]
 pub const RANK_WORDS: [f32; RANK_FEATURES + 1] = [
-    2.2972, 2.6449, -2.9150, -1.6400, -1.3568, 5.2353, -0.4543, -0.3103, 0.0000, -5.7662,
+    2.2990, 2.6368, -2.9377, -1.6316, -1.3507, 5.2494, -0.4429, -0.2975, 0.0000, -5.8455,
 ];
 #[doc(hidden)]
 pub const RANK_MEANING: [f32; RANK_FEATURES + 1] = [
-    2.3817, 1.5616, -2.0939, -1.0590, -0.9072, 3.5989, -0.3464, 0.0476, 3.5136, -6.7556,
+    2.3771, 1.5599, -2.1260, -1.0564, -0.8995, 3.6128, -0.3432, 0.0589, 3.5103, -6.8064,
 ];
 
 /// Whether a pair the words leave silent is on one subject: a logistic model over
@@ -1130,6 +1130,27 @@ pub(crate) fn quantities(x: &Analysis) -> Vec<Quantity> {
     out
 }
 
+/// An amount in a unit it compares in: seconds to weeks in seconds (as "time"), months and years
+/// in months (as "months"), so "24 hours" and "15 minutes" compare; "30 days" and "a month" do
+/// not, a month being no fixed number of days.
+fn measured(q: &Quantity) -> Quantity {
+    let (unit, factor) = match q.unit.as_str() {
+        "second" => ("time", 1.0),
+        "minute" => ("time", 60.0),
+        "hour" => ("time", 3600.0),
+        "day" => ("time", 86_400.0),
+        "week" => ("time", 604_800.0),
+        "month" => ("months", 1.0),
+        "year" => ("months", 12.0),
+        _ => return q.clone(),
+    };
+    Quantity {
+        value: q.value * factor,
+        unit: unit.to_owned(),
+        ..q.clone()
+    }
+}
+
 /// The sentence part around a byte range, to quote.
 fn clause_around(text: &str, s: usize, e: usize) -> (usize, usize) {
     let stops = ['.', ';', '\n', '。', ',', '，', '、', ':', '：'];
@@ -1159,9 +1180,10 @@ fn quantity_opposition(
         return None;
     }
     let (qa, qb) = (&a.quantities, &b.quantities);
-    // Each side states one amount of the unit (the description may repeat it).
+    // Each side states one amount of the unit (the description may repeat it), measured in a
+    // unit both can be compared in.
     let one_value = |q: &[Quantity], unit: &str| -> Option<Quantity> {
-        let mut of_unit = q.iter().filter(|z| z.unit == unit);
+        let mut of_unit = q.iter().map(measured).filter(|z| z.unit == unit);
         let first = of_unit.next()?;
         let mut one = first.clone();
         for z in of_unit {
@@ -1176,9 +1198,19 @@ fn quantity_opposition(
         Some(one)
     };
     for x in qa {
-        let (Some(x), Some(y)) = (one_value(qa, &x.unit), one_value(qb, &x.unit)) else {
+        let unit = measured(x).unit;
+        let (Some(x), Some(y)) = (one_value(qa, &unit), one_value(qb, &unit)) else {
             continue;
         };
+        // Stated in one unit on both sides ("15 minutes" vs "60 minutes"), not converted ("24
+        // hours" vs "15 minutes").
+        let mut raw = qa
+            .iter()
+            .chain(qb)
+            .filter(|z| measured(z).unit == unit)
+            .map(|z| z.unit.as_str());
+        let first_raw = raw.next();
+        let one_unit = raw.all(|u| Some(u) == first_raw);
         if x.bound.meets(x.value, y.bound, y.value) {
             continue;
         }
@@ -1190,12 +1222,15 @@ fn quantity_opposition(
         }
         // The sentences are about one thing: they share two words besides a unit of time (which
         // says nothing of what is timed), or one and the memories are worded alike ("120
-        // columns" of code and "72 characters" of a commit subject are not). Approvals are a
-        // subject of their own, and so is a named setting (`maxReceiveCount: 5`).
+        // columns" of code and "72 characters" of a commit subject are not); amounts in different
+        // units of time must share the two words (a wait of days and a reply within an hour are
+        // more often two things timed). Approvals are a subject of their own, and so is a named
+        // setting (`maxReceiveCount: 5`).
         if x.unit != "approvals" && !x.unit.starts_with('=') {
             let strict = sentence_overlap(a, x.clause, b, y.clause, true, analyze::W_WORD);
             let loose = sentence_overlap(a, x.clause, b, y.clause, true, 1);
-            if strict < 2 * analyze::W_WORD && (loose < analyze::W_WORD || alike < SIMILAR_RELATED)
+            if strict < 2 * analyze::W_WORD
+                && (!one_unit || loose < analyze::W_WORD || alike < SIMILAR_RELATED)
             {
                 continue;
             }

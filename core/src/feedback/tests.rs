@@ -738,6 +738,23 @@ fn different_amounts_of_one_thing_contradict() {
         "Keep old API versions running for 6 months after the new version ships, then remove them.",
     );
     assert_ne!(v.map(|x| x.0), Some(Kind::Contradiction));
+    // Units of time compare across units: a day is 24 hours, an hour 60 minutes.
+    let r = contradiction(
+        "Issue user access tokens that are valid for 24 hours.",
+        "User access tokens expire after at most 15 minutes.",
+    );
+    assert!(r.contains("different amounts"), "{r}");
+    let v = verdict(
+        "User access tokens expire after one day.",
+        "User access tokens expire after at most 24 hours.",
+    );
+    assert_ne!(v.map(|x| x.0), Some(Kind::Contradiction));
+    // A month is no fixed number of days.
+    let v = verdict(
+        "Keep old API versions running for 30 days after the new version ships.",
+        "Keep old API versions running for a month after the new version ships.",
+    );
+    assert_ne!(v.map(|x| x.0), Some(Kind::Contradiction));
 }
 
 #[test]
