@@ -445,11 +445,11 @@ pub const RANK_FEATURES: usize = 9;
 /// then the intercept. One model for the words alone, one with the meaning's cosine.
 #[doc(hidden)]
 pub const RANK_WORDS: [f32; RANK_FEATURES + 1] = [
-    2.2990, 2.6368, -2.9377, -1.6316, -1.3507, 5.2494, -0.4429, -0.2975, 0.0000, -5.8455,
+    2.3095, 2.6444, -2.9371, -1.6631, -1.4040, 5.1967, -0.4422, -0.3023, 0.0000, -5.8251,
 ];
 #[doc(hidden)]
 pub const RANK_MEANING: [f32; RANK_FEATURES + 1] = [
-    2.3771, 1.5599, -2.1260, -1.0564, -0.8995, 3.6128, -0.3432, 0.0589, 3.5103, -6.8064,
+    2.3903, 1.5706, -2.1422, -1.0965, -0.9712, 3.5561, -0.3429, 0.0426, 3.5512, -6.7611,
 ];
 
 /// Whether a pair the words leave silent is on one subject: a logistic model over
@@ -464,13 +464,13 @@ fn related_by(model: &[f32; RANK_FEATURES + 1], threshold: f32, x: &[f32; RANK_F
 
 #[doc(hidden)]
 pub const RELATE_WORDS: [f32; RANK_FEATURES + 1] = [
-    5.5940, 2.9524, 2.3013, 0.9445, 0.0000, 9.7747, 0.1626, 0.1115, 0.0000, -8.8710,
+    5.5800, 2.9502, 2.3416, 0.9383, 0.0000, 9.7822, 0.1539, 0.1207, 0.0000, -8.8749,
 ];
 #[doc(hidden)]
-pub const RELATE_WORDS_THRESHOLD: f32 = 0.4750;
+pub const RELATE_WORDS_THRESHOLD: f32 = 0.4751;
 #[doc(hidden)]
 pub const RELATE_MEANING: [f32; RANK_FEATURES + 1] = [
-    5.2233, 1.0547, 0.3834, 0.3621, 0.0000, 3.6393, 0.1907, -0.0148, 11.9196, -8.1628,
+    5.2181, 1.0548, 0.3687, 0.3767, 0.0000, 3.6385, 0.1956, -0.0211, 11.9213, -8.1553,
 ];
 #[doc(hidden)]
 pub const RELATE_THRESHOLD: f32 = 0.5725;

@@ -161,6 +161,19 @@ fn avoid_stop_skip_no_longer() {
     );
     contradiction("Skip the e2e suite in CI.", "CI must run the e2e suite.");
     contradiction("We no longer use yarn.", "Use yarn to install packages.");
+    // What was replaced or retired is given up, in any language.
+    contradiction(
+        "The Jenkins pipeline was replaced by GitHub Actions last year.",
+        "Add new build steps to the Jenkins pipeline.",
+    );
+    contradiction(
+        "`ntpd` temel imajlardan 2023'te kaldırıldı.",
+        "Sunucularda saat eşitleme için `ntpd` kurulur.",
+    );
+    contradiction(
+        "Teamets delade lösenord i 1Password är avvecklade; vi använder Bitwarden.",
+        "Spara teamets delade lösenord i 1Password.",
+    );
 }
 
 #[test]
