@@ -2022,16 +2022,16 @@ pub(crate) const SCOPES: &[ScopeDim] = &[
             ),
         ],
     },
-    // Who calls the interface.
+    // Who uses it: the public (API clients, customers) or the company's own people.
     ScopeDim {
         values: &[
             (
-                "public API",
-                r"\bpublic (?:api|endpoints?|interfaces?)\b|\bexternal (?:api|endpoints?)\b|\bcustomer-facing\b|\bthird-party clients\b|/v\d+/|对外接口|公開api|외부 api",
+                "public and customer-facing",
+                r"\bpublic (?:api|endpoints?|interfaces?|site|website)\b|\bexternal (?:api|endpoints?)\b|\bcustomer-facing\b|\bcustomer (?:apps?|forms?|portal|site)\b|\bthird-party clients\b|/v\d+/|\bkundenportal\w*|\bapplication client\b|\bportail client\b|\bportal del cliente\b|\bportal do cliente\b|对外接口|公開api|외부 api",
             ),
             (
-                "internal endpoints",
-                r"\binternal (?:api|endpoints?|services?|tools?)\b|/internal\b|/admin\b|\badmin (?:endpoints?|api|reports?|grid)\b|内部接口|内部api|내부 api",
+                "internal and admin",
+                r"\binternal (?:admin )?(?:api|endpoints?|services?|tools?|dashboards?|apps?)\b|/internal\b|/admin\b|\badmin (?:endpoints?|api|reports?|grid|panel|tools?|ui|app|console|area)\b|\bback[- ]?office\b|\badmin-(?:oberfläche|panel|tool)\w*|\binterne\w* (?:tools?|werkzeuge?)\b|\boutils? internes?\b|\boutils? d'administration\b|\bpanel de administración\b|\bherramientas internas\b|\bpainel (?:de )?admin\w*|\bferramentas internas\b|内部接口|内部api|内部工具|管理后台|社内ツール|管理画面|내부 api|내부 도구|관리자 페이지",
             ),
         ],
     },

@@ -101,12 +101,12 @@
 //!    integration tests; frontend vs backend; CI vs local; the language of the code (also told
 //!    by identifiers: `console.log`, `println!`); and what is named (file names, variables and
 //!    functions, types, constants, fields, columns); the deployment environment (production,
-//!    staging, development); public API vs internal endpoints; applications vs published
-//!    libraries; feature, release and hotfix branches; mobile apps vs web; batch jobs vs online
-//!    services; incident severities (SEV1…SEV4; "SEV2 or higher" names only SEV2); who the rule
-//!    is for (employees, contractors, interns). Two directives that each name
-//!    directories (`app/api/`, `jobs/sql/*.sql`) or named places ("the `batch` namespace"),
-//!    none inside another, apply to different places. Each stance takes the scope of its sentence
+//!    staging, development); public API and customer-facing apps vs internal endpoints and
+//!    admin tools; applications vs published libraries; feature, release and hotfix branches;
+//!    mobile apps vs web; batch jobs vs online services; incident severities (SEV1…SEV4; "SEV2
+//!    or higher" names only SEV2); who the rule is for (employees, contractors, interns). Two
+//!    directives that each name directories (`app/api/`, `jobs/sql/*.sql`) or named places
+//!    ("the `batch` namespace"), none inside another, apply to different places. Each stance takes the scope of its sentence
 //!    part, else of its sentence, else of the whole directive, dimension by dimension. Two
 //!    stances are in different scopes when, in some dimension, both name values and none in
 //!    common; a rule that names no value applies to all of them (so "never force-push" does
@@ -445,11 +445,11 @@ pub const RANK_FEATURES: usize = 9;
 /// then the intercept. One model for the words alone, one with the meaning's cosine.
 #[doc(hidden)]
 pub const RANK_WORDS: [f32; RANK_FEATURES + 1] = [
-    2.3095, 2.6444, -2.9371, -1.6631, -1.4040, 5.1967, -0.4422, -0.3023, 0.0000, -5.8251,
+    2.3233, 2.6403, -2.9352, -1.6775, -1.3970, 5.1714, -0.4429, -0.3058, 0.0000, -5.7949,
 ];
 #[doc(hidden)]
 pub const RANK_MEANING: [f32; RANK_FEATURES + 1] = [
-    2.3903, 1.5706, -2.1422, -1.0965, -0.9712, 3.5561, -0.3429, 0.0426, 3.5512, -6.7611,
+    2.3983, 1.5687, -2.1379, -1.1108, -0.9641, 3.5377, -0.3442, 0.0381, 3.5367, -6.7254,
 ];
 
 /// Whether a pair the words leave silent is on one subject: a logistic model over

@@ -374,6 +374,12 @@ fn scope_separates_rules() {
         "Stajyerler hiçbir koşulda fazla mesai yapmaz.",
         "Tam zamanlı çalışanlar, yöneticinin onayıyla fazla mesai yapabilir.",
     );
+    // Who uses it: customers or the company's own people.
+    let r = related(
+        "Internal admin tools don't mark required fields at all.",
+        "Customer-facing forms mark optional fields, not required ones.",
+    );
+    assert!(r.contains("different scopes"), "{r}");
     contradiction(
         "A home-office allowance is never granted.",
         "Each employee is granted a one-time home-office allowance of EUR 400.",
