@@ -106,11 +106,11 @@
 //!    mobile apps vs web; batch jobs vs online services; incident severities (SEV1…SEV4; "SEV2
 //!    or higher" names only SEV2); who the rule is for (employees, contractors, interns). Two
 //!    directives that each name directories (`app/api/`, `jobs/sql/*.sql`) or named places
-//!    ("the `batch` namespace"), none inside another, apply to different places. Each stance takes the scope of its sentence
-//!    part, else of its sentence, else of the whole directive, dimension by dimension. Two
-//!    stances are in different scopes when, in some dimension, both name values and none in
-//!    common; a rule that names no value applies to all of them (so "never force-push" does
-//!    contradict "force-pushing your own branch is fine").
+//!    ("the `batch` namespace"), none inside another, apply to different places. Each stance
+//!    takes the scope of its sentence part, else of its sentence, else of the whole directive,
+//!    dimension by dimension. Two stances are in different scopes when, in some dimension, both
+//!    name values and none in common; a rule that names no value applies to all of them (so
+//!    "never force-push" does contradict "force-pushing your own branch is fine").
 //! 7. **Verdict.** Opposition in compatible scopes → [`Kind::Contradiction`]; a shared subject
 //!    (including opposition only across different scopes) → [`Kind::Related`]; otherwise
 //!    nothing. The reason names the shared subject, the scope both name, and quotes the two
@@ -127,8 +127,8 @@
 //!    MEMSYNC_FEEDBACK_MODEL on a user's machine), a pair its words leave without a verdict is
 //!    `related` when a logistic model over the meaning's cosine and the words' figures says so
 //!    (`close in meaning`; fitted on the development sets for 0.85 findings per 100 unrelated
-//!    pairs, see `related_by`; it replaces item 8's model), and the meaning's cosine is one more thing that ranks
-//!    related pairs. It never makes a contradiction.
+//!    pairs, see `related_by`; it replaces item 8's model), and the meaning's cosine is one
+//!    more thing that ranks related pairs. It never makes a contradiction.
 //!
 //! What it does not do: it does not understand exceptions beyond the scope words ("only for
 //! hotfixes"), conventions outside the lexicon (RFC 7807 vs a custom envelope), scopes it has
@@ -138,7 +138,7 @@
 //! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout9`; figures
 //! in `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
 //! but calls only a fifth to two fifths of them contradictions, and on sets it was not tuned on
-//! a fifth to more than half of its `contradiction` verdicts are wrong. The hand-written
+//! a tenth to more than half of its `contradiction` verdicts are wrong. The hand-written
 //! regression corpus (`tests/src/feedback_corpus.rs`) lists every case it gets wrong there,
 //! with the reason.
 //! Each finding carries a `likelihood` that ranks the related pairs the session-start notice
