@@ -3271,6 +3271,66 @@ pub const EXPLAINED: &[(&str, &str, &str)] = &[
         "rebase-onto-main.md",
         "two one-line rules of one domain that share only rebase and 21% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
     ),
+    (
+        "no-cargo-fmt-on-untouched.md",
+        "summarize-changes-at-end.md",
+        "two one-line rules of one domain that share only files, change and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "plain-commit-messages.md",
+        "api-versioning.md",
+        "two one-line rules of one domain that share only prefixes and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "run-migrations-freely.md",
+        "integration-tests-real-postgres.md",
+        "two one-line rules of one domain that share only database and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "squash-title-as-subject.md",
+        "no-direct-commits-to-main.md",
+        "two one-line rules of one domain that share only commit, pr and 16% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "fix-prefix-for-bugfixes.md",
+        "api-versioning.md",
+        "two one-line rules of one domain that share only prefix and 15% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "separate-refactor-prs.md",
+        "ci-runs-full-e2e.md",
+        "two one-line rules of one domain that share only pull request and 14% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "show-sql-before-migrating.md",
+        "sql-identifiers-lowercase.md",
+        "two one-line rules of one domain that share only sql and 7% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "regression-test-names.md",
+        "feature-branch-naming.md",
+        "two one-line rules of one domain that share only name, issue and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "local-time-in-ui.md",
+        "commit-body-explains-why.md",
+        "two one-line rules of one domain that share only show and 12% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "ja-utc-logs.md",
+        "ja-http-timeout.md",
+        "two one-line rules of one domain that share only タイム and 3% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "ja-rebase-no-merge-commit.md",
+        "no-emoji-in-commits.md",
+        "two one-line rules of one domain that share only pr, コミット and 12% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "de-unit-tests-mock-db.md",
+        "store-timestamps-utc.md",
+        "two one-line rules of one domain that share only datenbank and 7% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
 ];
 
 fn pairs_index() -> Vec<(String, String, Option<&'static str>, &'static str)> {

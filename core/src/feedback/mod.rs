@@ -135,7 +135,7 @@
 //! no words for ("the CLI" vs "services", "server components" vs "client components"), nor
 //! what a rule presupposes beyond a lexicon pick named in passing ("they become the squash
 //! commit subject"). Measured on labelled sets written without seeing it
-//! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout9`; figures
+//! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout10`; figures
 //! in `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
 //! but calls only a fifth to two fifths of them contradictions, and on sets it was not tuned on
 //! a tenth to more than half of its `contradiction` verdicts are wrong. The hand-written
@@ -445,11 +445,11 @@ pub const RANK_FEATURES: usize = 9;
 /// then the intercept. One model for the words alone, one with the meaning's cosine.
 #[doc(hidden)]
 pub const RANK_WORDS: [f32; RANK_FEATURES + 1] = [
-    2.3233, 2.6403, -2.9352, -1.6775, -1.3970, 5.1714, -0.4429, -0.3058, 0.0000, -5.7949,
+    2.5414, 2.6881, -3.2493, -1.4653, -1.4777, 4.7478, -0.5191, -0.4168, 0.0000, -5.1044,
 ];
 #[doc(hidden)]
 pub const RANK_MEANING: [f32; RANK_FEATURES + 1] = [
-    2.3983, 1.5687, -2.1379, -1.1108, -0.9641, 3.5377, -0.3442, 0.0381, 3.5367, -6.7254,
+    2.5526, 1.5570, -2.3374, -0.7391, -1.0764, 3.0529, -0.3545, -0.0464, 3.6309, -6.3513,
 ];
 
 /// Whether a pair the words leave silent is on one subject: a logistic model over
@@ -464,16 +464,16 @@ fn related_by(model: &[f32; RANK_FEATURES + 1], threshold: f32, x: &[f32; RANK_F
 
 #[doc(hidden)]
 pub const RELATE_WORDS: [f32; RANK_FEATURES + 1] = [
-    5.5800, 2.9502, 2.3416, 0.9383, 0.0000, 9.7822, 0.1539, 0.1207, 0.0000, -8.8749,
+    6.4130, 2.9697, 3.0245, 1.1765, 0.0000, 8.7967, 0.2230, 0.1106, 0.0000, -9.2002,
 ];
 #[doc(hidden)]
-pub const RELATE_WORDS_THRESHOLD: f32 = 0.4751;
+pub const RELATE_WORDS_THRESHOLD: f32 = 0.4560;
 #[doc(hidden)]
 pub const RELATE_MEANING: [f32; RANK_FEATURES + 1] = [
-    5.2181, 1.0548, 0.3687, 0.3767, 0.0000, 3.6385, 0.1956, -0.0211, 11.9213, -8.1553,
+    5.5940, 0.9987, 1.1336, 0.7142, 0.0000, 3.4548, 0.2331, 0.0314, 11.9821, -8.6018,
 ];
 #[doc(hidden)]
-pub const RELATE_THRESHOLD: f32 = 0.5725;
+pub const RELATE_THRESHOLD: f32 = 0.5431;
 /// Findings per 100 unrelated pairs the development sets are allowed, words and meaning
 /// together, when the threshold is fitted: room under the budget of 1, since a held-out set
 /// finds more false alarms than the sets it was tuned on (round six: 1.16 against 0.87).
