@@ -668,12 +668,12 @@ pub fn check_ranking(sets: &[Ranked], committed: &[f32; feedback::RANK_FEATURES 
     sets.iter().map(|s| s.notice(None)[2]).sum::<f64>() / sets.len() as f64
 }
 
-/// How much a pair on one subject weighs against an unrelated one when the meaning's model is
-/// fitted (they are a few hundred among a hundred thousand).
+/// How much a pair on one subject weighs against an unrelated one when a relate model is fitted
+/// (they are a few hundred among a hundred thousand).
 pub const RELATE_POSITIVE_WEIGHT: f64 = 20.0;
 
-/// Fits the model that decides, from the embedding model's figures, which pairs the words left
-/// silent are on one subject, and the threshold at which all findings on the unrelated pairs of
+/// Fits the model that decides, from their figures (the embedding model's cosine among them when
+/// it is installed), which pairs the words left silent are on one subject, and the threshold at which all findings on the unrelated pairs of
 /// `sets` come to `per_100` per 100 (the words' findings included).
 pub fn fit_relate(sets: &[&Ranked], per_100: f64) -> ([f32; feedback::RANK_FEATURES + 1], f32) {
     let silent: Vec<_> = sets.iter().flat_map(|r| r.silent.iter().copied()).collect();

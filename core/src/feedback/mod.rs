@@ -336,33 +336,30 @@ fn judge_ranked(a: &Analysis, b: &Analysis) -> Judged {
     // words; without, by what little it shares and how alike it is worded (and only when it
     // shares at least a word's weight: one common word between two one-line rules is not a
     // subject, however alike their few words are).
-    let by_figures = |terms: &[usize], x: [f32; RANK_FEATURES]| Judged {
-        verdict: match meaning {
-            Some(m) => related_by(&RELATE_MEANING, RELATE_THRESHOLD, &x).then(|| {
-                (
-                    Kind::Related,
-                    meaning_reason(a, b, terms, m),
-                    rank(&x, true),
-                )
-            }),
-            None => related_by(&RELATE_WORDS, RELATE_WORDS_THRESHOLD, &x)
-                .then(|| (Kind::Related, words_reason(a, terms, x[5]), rank(&x, false))),
+    let by_figures = |terms: &[usize], x: [f32; RANK_FEATURES]| match meaning {
+        None if shared_weight < analyze::W_WORD => Judged {
+            verdict: None,
+            x,
+            words_silent: false,
         },
-        x,
-        words_silent: true,
-    };
-    let left_silent = |x: [f32; RANK_FEATURES]| Judged {
-        verdict: None,
-        x,
-        words_silent: false,
+        _ => Judged {
+            verdict: match meaning {
+                Some(m) => related_by(&RELATE_MEANING, RELATE_THRESHOLD, &x).then(|| {
+                    (
+                        Kind::Related,
+                        meaning_reason(a, b, terms, m),
+                        rank(&x, true),
+                    )
+                }),
+                None => related_by(&RELATE_WORDS, RELATE_WORDS_THRESHOLD, &x)
+                    .then(|| (Kind::Related, words_reason(a, terms, x[5]), rank(&x, false))),
+            },
+            x,
+            words_silent: true,
+        },
     };
     if shared_weight == 0 {
-        let x = features(with_meaning(0), 0.0);
-        return if meaning.is_some() {
-            by_figures(&[], x)
-        } else {
-            left_silent(x)
-        };
+        return by_figures(&[], features(with_meaning(0), 0.0));
     }
     let alike = similar::cosine(&a.profile, &b.profile);
     let dice = 2000 * shared_weight / (a.weight() + b.weight());
@@ -399,7 +396,6 @@ fn judge_ranked(a: &Analysis, b: &Analysis) -> Judged {
             ),
             likelihood(),
         )),
-        None if meaning.is_none() && shared_weight < analyze::W_WORD => return left_silent(x),
         None => return by_figures(&shared_terms, x),
     };
     Judged {
@@ -1180,10 +1176,14 @@ fn quantity_opposition(
         return None;
     }
     let (qa, qb) = (&a.quantities, &b.quantities);
-    // Each side states one amount of the unit (the description may repeat it), measured in a
-    // unit both can be compared in.
+    // Each amount measured in a unit both sides can be compared in.
+    let (ma, mb): (Vec<Quantity>, Vec<Quantity>) = (
+        qa.iter().map(measured).collect(),
+        qb.iter().map(measured).collect(),
+    );
+    // Each side states one amount of the unit (the description may repeat it).
     let one_value = |q: &[Quantity], unit: &str| -> Option<Quantity> {
-        let mut of_unit = q.iter().map(measured).filter(|z| z.unit == unit);
+        let mut of_unit = q.iter().filter(|z| z.unit == unit);
         let first = of_unit.next()?;
         let mut one = first.clone();
         for z in of_unit {
@@ -1197,18 +1197,19 @@ fn quantity_opposition(
         }
         Some(one)
     };
-    for x in qa {
-        let unit = measured(x).unit;
-        let (Some(x), Some(y)) = (one_value(qa, &unit), one_value(qb, &unit)) else {
+    for x in &ma {
+        let unit = x.unit.as_str();
+        let (Some(x), Some(y)) = (one_value(&ma, unit), one_value(&mb, unit)) else {
             continue;
         };
         // Stated in one unit on both sides ("15 minutes" vs "60 minutes"), not converted ("24
         // hours" vs "15 minutes").
         let mut raw = qa
             .iter()
-            .chain(qb)
-            .filter(|z| measured(z).unit == unit)
-            .map(|z| z.unit.as_str());
+            .zip(&ma)
+            .chain(qb.iter().zip(&mb))
+            .filter(|(_, m)| m.unit == unit)
+            .map(|(q, _)| q.unit.as_str());
         let first_raw = raw.next();
         let one_unit = raw.all(|u| Some(u) == first_raw);
         if x.bound.meets(x.value, y.bound, y.value) {

@@ -15,9 +15,9 @@
 //!
 //! `--fit-ranking` fits, on the development sets, the logistic model that ranks related pairs
 //! for the session-start notice and prints its weights for `core/src/feedback/mod.rs`, with the
-//! notice of each set ranked by a model fitted on the others; with `--model DIR` it fits the one
-//! that reads the meaning too, and the model (and threshold) that decides which pairs the words
-//! leave silent are related by their meaning. `--figures SET` prints every pair's label,
+//! notice of each set ranked by a model fitted on the others, and the model (and threshold) that
+//! decides which pairs the words leave silent are related; with `--model DIR` it fits the ones
+//! that read the meaning too. `--figures SET` prints every pair's label,
 //! verdict and ranking figures, tab-separated. `--model DIR` installs the embedding model first.
 
 use std::time::Instant;
