@@ -151,6 +151,8 @@ pub(crate) struct Analysis {
     /// Which sides of the lexicon's antonym pairs each sentence says: bit `2k` the first word
     /// of pair `k`, bit `2k + 1` the second.
     pub clause_sides: Vec<u64>,
+    /// Whether each sentence retires or bans what it names (see `lexicon::RETIRED`).
+    pub clause_retires: Vec<bool>,
     /// What the memory says, for the sentence-embedding model: its description and body.
     pub said: String,
     /// What the memory means, as the installed sentence-embedding model reads [`Self::said`]
@@ -1132,7 +1134,7 @@ fn resolve(items: &[Item], n_tok: usize, n_anchor: usize, toks: &[Tok], lower: &
 
 /// Condition and place words of a clause, outside cues and code.
 fn shield_words(
-    lower: &str,
+    (text, lower): (&str, &str),
     (s, e): (usize, usize),
     skip: &[(usize, usize)],
 ) -> Vec<(usize, Shield)> {
@@ -1156,11 +1158,35 @@ fn shield_words(
         let w = &lower[a..b];
         if CONDITION_WORDS.contains(&w) {
             out.push((a, Shield::Condition));
-        } else if PLACE_WORDS.contains(&w) {
+        } else if PLACE_WORDS.contains(&w) && !names_tool(text, lower, b, e) {
             out.push((a, Shield::Place));
         }
     }
     out
+}
+
+/// Whether the words after "in" at `at` name the tool a thing is made in, not a place: one or
+/// two capitalised names that end the sentence or are followed by "with" or "and" ("I write new
+/// infrastructure in Pulumi with TypeScript", "models in JAX"), not "in Go services".
+fn names_tool(text: &str, lower: &str, at: usize, e: usize) -> bool {
+    if !matches!(lower.get(at.saturating_sub(3)..at), Some(" in" | "\tin")) {
+        return false;
+    }
+    let rest = &text[at..e];
+    let mut words = rest.split_whitespace();
+    let mut names = 0;
+    for w in words.by_ref() {
+        let core = w.trim_end_matches(['.', ',', ';', ':', ')', '!']);
+        if core.chars().next().is_some_and(char::is_uppercase) && names < 2 {
+            names += 1;
+            if core.len() != w.len() {
+                return true;
+            }
+            continue;
+        }
+        return names > 0 && matches!(w, "with" | "and" | "using" | "via");
+    }
+    names > 0
 }
 
 /// Analyses a directive (see [`directive_text`]).
@@ -1241,7 +1267,7 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
         }
         let mut skip = cue_spans.clone();
         skip.extend(code_spans.iter().copied());
-        for (a, sh) in shield_words(&lower, (s, e), &skip) {
+        for (a, sh) in shield_words((&text, &lower), (s, e), &skip) {
             items.push((
                 a,
                 1,
@@ -1502,6 +1528,14 @@ pub(crate) fn analyze_directive((text, desc_start): &(String, usize)) -> Analysi
         profile: Default::default(),
         said: String::new(),
         meaning: None,
+        clause_retires: clauses
+            .iter()
+            .map(|&(s, e)| {
+                lex.retired
+                    .as_ref()
+                    .is_some_and(|r| r.is_match(&lower[s..e]))
+            })
+            .collect(),
         clause_sides: clauses
             .iter()
             .map(|&(s, e)| {

@@ -180,6 +180,20 @@ const CUES: &[(&str, Cue)] = &[
     ("was replaced", POST_NEG),
     ("were replaced", POST_NEG),
     ("has been replaced", POST_NEG),
+    ("were retired", POST_NEG),
+    ("were deprecated", POST_NEG),
+    ("was uninstalled", POST_NEG),
+    ("were uninstalled", POST_NEG),
+    ("was cancelled", POST_NEG),
+    ("was canceled", POST_NEG),
+    ("is on the deny list", POST_NEG),
+    ("are on the deny list", POST_NEG),
+    ("is on the denylist", POST_NEG),
+    ("are on the denylist", POST_NEG),
+    ("is on the blocklist", POST_NEG),
+    ("are on the blocklist", POST_NEG),
+    ("is denylisted", POST_NEG),
+    ("is blocklisted", POST_NEG),
     ("was deprecated", POST_NEG),
     ("has been deprecated", POST_NEG),
     ("was superseded", POST_NEG),
@@ -559,6 +573,8 @@ const CUES: &[(&str, Cue)] = &[
     ("abgeschafft", BOTH_NEG),
     ("abgeschaltet", BOTH_NEG),
     ("veraltet", BOTH_NEG),
+    ("wurde entfernt", POST_NEG),
+    ("wurden entfernt", POST_NEG),
     ("darf", BOTH_PERMIT),
     ("dürfen", BOTH_PERMIT),
     ("erlaubt", BOTH_PERMIT),
@@ -607,6 +623,11 @@ const CUES: &[(&str, Cue)] = &[
     ("evita", PRE_NEG),
     ("evitar", PRE_NEG),
     ("está prohibido", POST_NEG),
+    ("está prohibida", POST_NEG),
+    ("están prohibidos", POST_NEG),
+    ("están prohibidas", POST_NEG),
+    ("fue eliminado", POST_NEG),
+    ("fue reemplazado", POST_NEG),
     ("está obsoleto", POST_NEG),
     ("fue reemplazado", POST_NEG),
     ("fue retirado", POST_NEG),
@@ -641,6 +662,16 @@ const CUES: &[(&str, Cue)] = &[
     ("éviter", PRE_NEG),
     ("évitez", PRE_NEG),
     ("est interdit", POST_NEG),
+    ("est interdite", POST_NEG),
+    ("sont interdits", POST_NEG),
+    ("sont interdites", POST_NEG),
+    ("sont obsolètes", POST_NEG),
+    ("a été remplacée", POST_NEG),
+    ("ont été remplacés", POST_NEG),
+    ("a été supprimée", POST_NEG),
+    ("ont été supprimés", POST_NEG),
+    ("n'est plus utilisé", POST_NEG),
+    ("ne sont plus utilisés", POST_NEG),
     ("est obsolète", POST_NEG),
     ("a été remplacé", POST_NEG),
     ("a été supprimé", POST_NEG),
@@ -663,6 +694,11 @@ const CUES: &[(&str, Cue)] = &[
     ("nenhuma", PRE_NEG),
     ("evite", PRE_NEG),
     ("é proibido", POST_NEG),
+    ("é proibida", POST_NEG),
+    ("são proibidos", POST_NEG),
+    ("foi removida", POST_NEG),
+    ("foram removidos", POST_NEG),
+    ("foi substituída", POST_NEG),
     ("foi substituído", POST_NEG),
     ("foi descontinuado", POST_NEG),
     ("foi removido", POST_NEG),
@@ -698,6 +734,13 @@ const CUES: &[(&str, Cue)] = &[
     ("è deprecato", POST_NEG),
     ("dismesso", BOTH_NEG),
     ("vietato", BOTH_NEG),
+    ("vietata", BOTH_NEG),
+    ("vietati", BOTH_NEG),
+    ("vietate", BOTH_NEG),
+    ("è stato rimosso", POST_NEG),
+    ("è stata rimossa", POST_NEG),
+    ("sono stati rimossi", POST_NEG),
+    ("è stata sostituita", POST_NEG),
     ("può", PRE_PERMIT),
     ("possono", PRE_PERMIT),
     ("si può", PRE_PERMIT),
@@ -727,6 +770,9 @@ const CUES: &[(&str, Cue)] = &[
     ("verboden", BOTH_NEG),
     ("uitgefaseerd", BOTH_NEG),
     ("is vervangen", POST_NEG),
+    ("zijn vervangen", POST_NEG),
+    ("is verwijderd", POST_NEG),
+    ("zijn verwijderd", POST_NEG),
     ("afgeschaft", BOTH_NEG),
     ("mag niet", BOTH_NEG),
     ("mogen niet", BOTH_NEG),
@@ -756,6 +802,10 @@ const CUES: &[(&str, Cue)] = &[
     ("unikaj", PRE_NEG),
     ("zakaz", PRE_NEG),
     ("zabronione", BOTH_NEG),
+    ("zakazane", BOTH_NEG),
+    ("został usunięty", POST_NEG),
+    ("zostało usunięte", POST_NEG),
+    ("zostały usunięte", POST_NEG),
     ("wycofany", BOTH_NEG),
     ("wycofane", BOTH_NEG),
     ("wycofaliśmy", PRE_NEG),
@@ -796,6 +846,9 @@ const CUES: &[(&str, Cue)] = &[
     ("avvecklad", BOTH_NEG),
     ("avvecklade", BOTH_NEG),
     ("har ersatts", POST_NEG),
+    ("togs bort", POST_NEG),
+    ("har tagits bort", POST_NEG),
+    ("förbjudna", BOTH_NEG),
     ("får inte", BOTH_NEG),
     ("får", PRE_PERMIT),
     ("går bra", POST_PERMIT),
@@ -2204,9 +2257,16 @@ pub(crate) struct Lexicon {
     pub scope_values: Vec<(usize, usize)>,
     /// The two sides of each pair of [`ANTONYMS`].
     pub antonyms: Vec<(Regex, Regex)>,
+    /// A sentence that retires or bans what it names ([`RETIRED`]).
+    pub retired: Option<Regex>,
     /// How many patterns failed to compile (zero; a test keeps it so).
     pub broken: usize,
 }
+
+/// Words that say a thing was given up or is banned as a whole: removed, replaced, shut down,
+/// on the deny list. A sentence with one is firmer evidence against what it names than a
+/// negation in passing ("never use `POST` for reads").
+const RETIRED: &str = r"\b(?:remov(?:ed|ing)|retired|replaced|deprecated|superseded|decommissioned|uninstalled|phased out|sunset|dropped|abandoned|archived|obsolete|frozen|cancell?ed|(?:moved|migrated|migrating|switched) (?:away )?(?:off|from)|got rid of|no longer|banned|forbidden|prohibited|(?:deny|block|black)[- ]?list\w*|not (?:to )?adopt|being migrated|entfernt|abgeschafft|abgelöst|abgekündigt|eingestellt|veraltet|verboten|eliminad[oa]s?|reemplazad[oa]s?|sustituid[oa]s?|retirad[oa]s?|obsolet[oa]s?|prohibid[oa]s?|obsolètes?|interdite?s?|removid[oa]s?|substituíd[oa]s?|descontinuad[oa]s?|proibid[oa]s?|rimoss[oaie]|sostituit[oaie]|dismess[oaie]|deprecat[oaie]|vietat[oaie]|verwijderd|vervangen|afgeschaft|uitgefaseerd|verboden|usunięt\w*|usunięto|zastąpion\w*|wycofan\w*|zakazan\w*|togs bort|borttagen|borttagna|ersatt|ersattes|avvecklad\w*|förbjud\w*|kaldırılmıştır|yasak\w*)\b|\b(?:supprimé|remplacé|abandonné|kaldırıldı)|移除|删除了|已删除|废弃|弃用|停用|下线|削除|廃止|非推奨|삭제|폐기|중단";
 
 /// Gap between two words inside one sentence.
 const GAP: &str = r"[^\w.;!?\n。！？；]+";
@@ -2331,7 +2391,13 @@ impl Lexicon {
             }
         }
 
+        let retired = Regex::new(&ascii_bounds(RETIRED)).ok();
+        if retired.is_none() {
+            broken += 1;
+        }
+
         Lexicon {
+            retired,
             antonyms,
             cues,
             cue_kinds,

@@ -1562,7 +1562,15 @@ fn term_opposition(
         terms: Vec<usize>,
         best: u32,
         first: (usize, usize),
+        retires: bool,
     }
+    let retires = |x: &Analysis, s: &TermStance| {
+        s.pol == lexicon::Pol::Neg && x.clause_retires.get(s.clause).copied().unwrap_or(false)
+    };
+    // What was retired is a thing with a name: a product, an identifier, a capitalised term.
+    let named = |x: &analyze::Term, y: &analyze::Term| {
+        x.weight.max(y.weight) >= analyze::W_NAME || capitalised(a, x) || capitalised(b, y)
+    };
     let mut accs: Vec<Acc> = Vec::new();
     let group = |st: &[TermStance], from: usize| -> usize {
         let t = st[from].term;
@@ -1603,10 +1611,12 @@ fn term_opposition(
                                     terms: Vec::new(),
                                     best: 0,
                                     first: (i + ia, j + ib),
+                                    retires: false,
                                 });
                                 accs.len() - 1
                             });
                         let acc = &mut accs[pos];
+                        acc.retires |= (retires(a, sa) || retires(b, sb)) && named(ta, tb);
                         acc.weight += w;
                         acc.terms.push(term);
                         if w > acc.best {
@@ -1623,7 +1633,15 @@ fn term_opposition(
     let pick = |compatible: bool| -> Option<Opposition> {
         let acc = accs
             .iter()
-            .filter(|x| x.compatible == compatible && x.weight >= opposed_min)
+            .filter(|x| {
+                x.compatible == compatible
+                    && x.weight
+                        >= if x.retires {
+                            analyze::W_WORD
+                        } else {
+                            opposed_min
+                        }
+            })
             .fold(None::<&Acc>, |best, x| match best {
                 Some(b) if b.weight >= x.weight => Some(b),
                 _ => Some(x),
@@ -1649,6 +1667,17 @@ fn term_opposition(
         })
     };
     (pick(true), pick(false))
+}
+
+/// Whether a term is first written with a capital where a sentence does not start ("uses
+/// Datadog", not "Screenshots live in the repo").
+fn capitalised(x: &Analysis, t: &analyze::Term) -> bool {
+    let starts_sentence = x.text[..t.pos.min(x.text.len())]
+        .trim_end_matches([' ', '`', '"', '\'', '(', '«', '“'])
+        .chars()
+        .next_back()
+        .is_none_or(|c| matches!(c, '.' | '!' | '?' | ':' | ';' | '\n'));
+    !starts_sentence && t.surface.chars().next().is_some_and(char::is_uppercase)
 }
 
 /// Display names of terms (heaviest first): CJK pairs that are adjacent in `a`'s text are

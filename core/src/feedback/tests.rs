@@ -955,3 +955,47 @@ fn a_named_setting_is_an_amount() {
     );
     assert_ne!(v.as_ref().map(|x| x.0), Some(Kind::Contradiction), "{v:?}");
 }
+
+#[test]
+fn a_named_thing_retired_or_banned_contradicts_its_use() {
+    // One name is enough when the other memory retires or bans it as a whole.
+    let r = contradiction(
+        "I run `mypy --strict` locally and in CI for all our Python services.",
+        "The CI type check is Pyright in strict mode; `mypy` was removed from the toolchain in 2024.",
+    );
+    assert!(r.contains("mypy"), "{r}");
+    contradiction(
+        "Yeni üretim kümelerinde servis ağı olarak Istio kuruyorum.",
+        "Servis ağı olarak yalnızca Linkerd kullanıyoruz; Istio 2023'te kaldırıldı.",
+    );
+    contradiction(
+        "I encrypt sensitive fields with PyCryptodome.",
+        "Application code encrypts with the `cryptography` package; PyCryptodome is on the deny list.",
+    );
+    // A common word in a retiring sentence is not the thing retired.
+    related(
+        "Update screenshots inside the Playwright image.",
+        "Visual checks moved to Playwright; Chromatic was retired and screenshots live in the repo.",
+    );
+}
+
+#[test]
+fn european_bans_in_the_plural() {
+    contradiction(
+        "Dans les guides, j'écris « cliquez ici » pour les liens.",
+        "Le texte d'un lien décrit sa destination ; « cliquez ici » et « ce lien » sont interdits.",
+    );
+    contradiction(
+        "I nya skärmar använder jag Material Symbols.",
+        "Vi använder Lucide-ikoner; Material Symbols togs bort i designsystemet.",
+    );
+}
+
+#[test]
+fn the_tool_a_thing_is_made_in_is_what_the_rule_is_about() {
+    // "in Pulumi" names the tool, "in Go services" the place.
+    let made_in = explain(&fb("I write new infrastructure in Pulumi with TypeScript."));
+    assert!(made_in.contains("term pulumi Pos"), "{made_in}");
+    let place = explain(&fb("Return wrapped errors in Go services."));
+    assert!(!place.contains("term servic"), "{place}");
+}
