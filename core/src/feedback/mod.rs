@@ -67,7 +67,10 @@
 //!    plain terms the opposed terms of one pair of sentences must weigh at least as much as two
 //!    ordinary words (one identifier is enough), so one shared verb ("commit") is not a
 //!    contradiction; under a strongly shared subject (a fifth of both directives' weight, four
-//!    words, no lexicon concept in common) one opposed word is enough. A pick of a lexicon
+//!    words, no lexicon concept in common) one opposed word is enough, and so is one named
+//!    thing (a product, an identifier, a word capitalised mid-sentence) that the other memory
+//!    retires or bans as a whole ("mypy was removed from the toolchain", "PyCryptodome is on the
+//!    deny list", "Istio 2023'te kaldırıldı"; `lexicon::RETIRED`). A pick of a lexicon
 //!    concept opposes only when it is what the two sentences are about: they share a word
 //!    beyond the concept, or the concept heads both memories and they share more than it
 //!    ("las tablas van en snake_case" and "flag keys are kebab-case" name different things).
