@@ -3307,11 +3307,6 @@ pub const EXPLAINED: &[(&str, &str, &str)] = &[
         "two one-line rules of one domain that share only sql and 7% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
     ),
     (
-        "regression-test-names.md",
-        "feature-branch-naming.md",
-        "two one-line rules of one domain that share only name, issue and 17% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
-    ),
-    (
         "local-time-in-ui.md",
         "commit-body-explains-why.md",
         "two one-line rules of one domain that share only show and 12% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
@@ -3330,6 +3325,21 @@ pub const EXPLAINED: &[(&str, &str, &str)] = &[
         "de-unit-tests-mock-db.md",
         "store-timestamps-utc.md",
         "two one-line rules of one domain that share only datenbank and 7% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "pip-requirements.md",
+        "de-pnpm-only.md",
+        "two one-line rules of one domain that share only install and 12% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "squash-before-pr.md",
+        "ci-runs-full-e2e.md",
+        "two one-line rules of one domain that share only pull request and 12% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "no-spaces-in-filenames.md",
+        "tailwind-config-tokens.md",
+        "two one-line rules of one domain that share only spaces and 6% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
     ),
 ];
 

@@ -138,7 +138,7 @@
 //! no words for ("the CLI" vs "services", "server components" vs "client components"), nor
 //! what a rule presupposes beyond a lexicon pick named in passing ("they become the squash
 //! commit subject"). Measured on labelled sets written without seeing it
-//! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout10`; figures
+//! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout11`; figures
 //! in `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
 //! but calls only a fifth to two fifths of them contradictions, and on sets it was not tuned on
 //! a tenth to more than half of its `contradiction` verdicts are wrong. The hand-written
@@ -444,11 +444,11 @@ pub const RANK_FEATURES: usize = 9;
 /// then the intercept. One model for the words alone, one with the meaning's cosine.
 #[doc(hidden)]
 pub const RANK_WORDS: [f32; RANK_FEATURES + 1] = [
-    2.5562, 2.6587, -3.2124, -1.4686, -1.4625, 4.7629, -0.4970, -0.3922, 0.0000, -5.2418,
+    2.6157, 3.0034, -3.7539, -2.1033, -1.4830, 4.4470, -0.7917, -0.3802, 0.0000, -4.6624,
 ];
 #[doc(hidden)]
 pub const RANK_MEANING: [f32; RANK_FEATURES + 1] = [
-    2.5566, 1.5413, -2.3083, -0.7530, -1.0614, 3.0717, -0.3493, -0.0262, 3.6054, -6.4222,
+    2.5608, 1.7783, -2.6159, -1.3114, -1.0778, 2.6950, -0.5842, 0.0056, 3.6191, -5.9193,
 ];
 
 /// Whether a pair the words leave silent is on one subject: a logistic model over
@@ -463,16 +463,16 @@ fn related_by(model: &[f32; RANK_FEATURES + 1], threshold: f32, x: &[f32; RANK_F
 
 #[doc(hidden)]
 pub const RELATE_WORDS: [f32; RANK_FEATURES + 1] = [
-    6.4093, 2.9678, 3.0242, 1.1777, 0.0000, 8.7929, 0.2220, 0.1099, 0.0000, -9.1893,
+    6.9832, 3.0489, 3.2730, 1.8530, 0.0000, 8.2496, 0.3446, 0.1067, 0.0000, -9.9445,
 ];
 #[doc(hidden)]
-pub const RELATE_WORDS_THRESHOLD: f32 = 0.4575;
+pub const RELATE_WORDS_THRESHOLD: f32 = 0.4360;
 #[doc(hidden)]
 pub const RELATE_MEANING: [f32; RANK_FEATURES + 1] = [
-    5.6066, 0.9993, 1.1182, 0.7342, 0.0000, 3.4374, 0.2370, 0.0260, 11.9762, -8.5945,
+    6.0011, 0.9583, 1.4970, 0.5441, 0.0000, 3.1221, 0.1804, 0.0556, 12.1554, -8.6269,
 ];
 #[doc(hidden)]
-pub const RELATE_THRESHOLD: f32 = 0.5452;
+pub const RELATE_THRESHOLD: f32 = 0.5292;
 /// Findings per 100 unrelated pairs the development sets are allowed, words and meaning
 /// together, when the threshold is fitted: room under the budget of 1, since a held-out set
 /// finds more false alarms than the sets it was tuned on (round six: 1.16 against 0.87).
