@@ -519,6 +519,12 @@ fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
 }
 
 /// Words, code identifiers and CJK pairs of one clause, minus stop words and cue words.
+/// Elided French and Italian words, stripped from the front of the word they lean on.
+const ELIDED: &[&str] = &[
+    "l'", "d'", "j'", "qu'", "n'", "s'", "c'", "m'", "t'", "jusqu'", "lorsqu'", "puisqu'", "dell'",
+    "dall'", "nell'", "sull'", "all'", "un'", "quest'", "quell'",
+];
+
 fn tokenize(
     lex: &Lexicon,
     text: &str,
@@ -606,7 +612,7 @@ fn tokenize(
             k += 1;
             continue;
         }
-        let ws = k;
+        let mut ws = k;
         if c == '-' {
             k += 2;
         } else {
@@ -627,9 +633,18 @@ fn tokenize(
             call = true;
             k += 2;
         }
-        let (a, b) = (pos(ws), pos(we));
+        let (mut a, b) = (pos(ws), pos(we));
         if in_cue(a, b) {
             continue;
+        }
+        // French and Italian elided articles and pronouns ("l'API", "qu'en", "j'utilise",
+        // "dell'utente") are not part of the word.
+        if let Some(p) = ELIDED
+            .iter()
+            .find(|p| lower[a..b].starts_with(*p) && b - a > p.len())
+        {
+            a += p.len();
+            ws += p.len();
         }
         let mut w = &lower[a..b];
         if let Some(x) = w.strip_suffix("'s") {

@@ -2435,14 +2435,25 @@ impl Lexicon {
             let last = pat.chars().next_back();
             let word_start = first.is_some_and(is_latin_wordish);
             let word_end = last.is_some_and(is_latin_wordish);
-            if word_start && before.is_some_and(|c| joins_word(c) || c == '.' || c == '/')
+            // "j'utilise", "n'utilisez": a cue after an elided French or Italian word stands.
+            let elided = before == Some('\'') && after_elision(&lower[..s]);
+            if word_start
+                && !elided
+                && before.is_some_and(|c| joins_word(c) || c == '.' || c == '/')
                 || word_end && after.is_some_and(joins_word)
             {
                 at = s + lower[s..].chars().next().map_or(1, char::len_utf8);
                 continue;
             }
             if let Some(kind) = self.cue_kinds.get(m.pattern().as_usize()) {
-                out.push((s, e, *kind));
+                // French "ne … que" is "only", not a negation ("les tests ne tournent qu'en
+                // CI").
+                let kind = if pat == "ne" && restricts(&lower[e..]) {
+                    BOTH_POS
+                } else {
+                    *kind
+                };
+                out.push((s, e, kind));
             }
             at = e.max(s + 1);
         }
@@ -2478,6 +2489,56 @@ impl Lexicon {
 }
 
 /// A character that makes a Latin-script cue part of a larger word.
+/// Whether the words after a French "ne" close it with "que" ("ne … que": only) before any word
+/// that closes it as a negation ("pas", "jamais", "plus", …).
+fn restricts(rest: &str) -> bool {
+    for w in rest.split(|c: char| !(c.is_alphabetic() || c == '\'')) {
+        match w {
+            "pas" | "jamais" | "plus" | "rien" | "aucun" | "aucune" | "personne" | "guère"
+            | "point" | "nulle" => return false,
+            "que" => return true,
+            _ if w.starts_with("qu'") => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether `head` ends with an elided French or Italian word and its apostrophe ("j'", "qu'",
+/// "dell'") that starts a word.
+fn after_elision(head: &str) -> bool {
+    let Some(word) = head.strip_suffix('\'') else {
+        return false;
+    };
+    let start = word
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| !c.is_alphabetic())
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    matches!(
+        &word[start..],
+        "l" | "d"
+            | "j"
+            | "qu"
+            | "n"
+            | "s"
+            | "c"
+            | "m"
+            | "t"
+            | "jusqu"
+            | "lorsqu"
+            | "puisqu"
+            | "dell"
+            | "dall"
+            | "nell"
+            | "sull"
+            | "all"
+            | "un"
+            | "quest"
+            | "quell"
+    )
+}
+
 fn joins_word(c: char) -> bool {
     is_latin_wordish(c) || c == '_' || c == '-' || c == '\''
 }

@@ -999,3 +999,26 @@ fn the_tool_a_thing_is_made_in_is_what_the_rule_is_about() {
     let place = explain(&fb("Return wrapped errors in Go services."));
     assert!(!place.contains("term servic"), "{place}");
 }
+
+#[test]
+fn french_ne_que_is_only_and_elisions_are_not_words() {
+    // "ne … que" restricts ("only on Tuesdays"); "ne … pas" negates.
+    contradiction("On ne déploie que le mardi.", "On ne déploie pas le mardi.");
+    let only = explain(&fb("On ne déploie que le mardi."));
+    assert!(only.contains("term mardi Pos"), "{only}");
+    // "l'API", "qu'en", "dell'utente": the word after the apostrophe is the term, and a cue
+    // after one ("j'utilise") is still a cue.
+    let read = explain(&fb(
+        "J'utilise l'API d'un client qu'en CI, nell'ambiente di test.",
+    ));
+    for t in ["term api ", "term client ", "term environment "] {
+        assert!(read.contains(t), "{t}: {read}");
+    }
+    let terms: String = read
+        .lines()
+        .filter(|l| l.starts_with("term ") || l.starts_with("topic terms"))
+        .collect();
+    for t in ["l'api", "d'un", "qu'en", "j'utilis", "nell'"] {
+        assert!(!terms.contains(t), "{t}: {read}");
+    }
+}
