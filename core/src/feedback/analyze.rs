@@ -519,6 +519,17 @@ fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
 }
 
 /// Words, code identifiers and CJK pairs of one clause, minus stop words and cue words.
+/// A word without the Turkish case ending its apostrophe sets off ("istio'yu" → "istio").
+fn strip_case_suffix(w: &str) -> Option<&str> {
+    let (head, tail) = w.rsplit_once('\'')?;
+    let ending = [
+        "ı", "i", "u", "ü", "yı", "yi", "yu", "yü", "a", "e", "ya", "ye", "da", "de", "ta", "te",
+        "dan", "den", "tan", "ten", "nın", "nin", "nun", "nün", "ın", "in", "un", "ün", "la", "le",
+        "yla", "yle", "daki", "deki", "taki", "teki", "lar", "ler", "ları", "leri",
+    ];
+    (!head.is_empty() && ending.contains(&tail)).then_some(head)
+}
+
 /// Elided French and Italian words, stripped from the front of the word they lean on.
 const ELIDED: &[&str] = &[
     "l'", "d'", "j'", "qu'", "n'", "s'", "c'", "m'", "t'", "jusqu'", "lorsqu'", "puisqu'", "dell'",
@@ -648,6 +659,10 @@ fn tokenize(
         }
         let mut w = &lower[a..b];
         if let Some(x) = w.strip_suffix("'s") {
+            w = x;
+            we = ws + x.chars().count();
+        } else if let Some(x) = strip_case_suffix(w) {
+            // Turkish case endings after a name ("Istio'yu", "Redis'te", "2023'te").
             w = x;
             we = ws + x.chars().count();
         }

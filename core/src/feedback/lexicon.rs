@@ -1,6 +1,6 @@
 //! The checker's data: polarity cues (English, Chinese, Japanese, Korean, German, Spanish,
-//! French, Portuguese, Italian, Dutch, Polish, Swedish, and Turkish words, though not its
-//! negative verb suffixes), stop words, the domain lexicon of concepts and the scope
+//! French, Portuguese, Italian, Dutch, Polish, Swedish, and Turkish words and negative verb
+//! suffixes), stop words, the domain lexicon of concepts and the scope
 //! qualifiers. Everything here is a table; [`Lexicon::get`] compiles it once.
 
 use std::collections::HashSet;
@@ -859,7 +859,7 @@ const CUES: &[(&str, Cue)] = &[
     ("i stället för", Cue::Flip),
     ("utan", Cue::Flip),
     ("men", Cue::But),
-    // Turkish (negation is mostly a verb suffix, which these cues do not read).
+    // Turkish (negation is mostly a verb suffix: see `TURKISH_NEGATIVE`).
     ("her zaman", PRE_POS),
     ("mutlaka", PRE_POS),
     ("zorunlu", BOTH_POS),
@@ -2084,7 +2084,7 @@ pub(crate) const SCOPES: &[ScopeDim] = &[
             ),
             (
                 "internal and admin",
-                r"\binternal (?:admin )?(?:api|endpoints?|services?|tools?|dashboards?|apps?)\b|/internal\b|/admin\b|\badmin (?:endpoints?|api|reports?|grid|panel|tools?|ui|app|console|area)\b|\bback[- ]?office\b|\badmin-(?:oberfläche|panel|tool)\w*|\binterne\w* (?:tools?|werkzeuge?)\b|\boutils? internes?\b|\boutils? d'administration\b|\bpanel de administración\b|\bherramientas internas\b|\bpainel (?:de )?admin\w*|\bferramentas internas\b|内部接口|内部api|内部工具|管理后台|社内ツール|管理画面|내부 api|내부 도구|관리자 페이지",
+                r"\binternal (?:admin )?(?:api|endpoints?|services?|tools?|dashboards?|apps?)\b|/internal\b|/admin\b|\badmin (?:endpoints?|api|reports?|grid|panel|tools?|ui|app|console|area)\b|\bback[- ]?office\b|\badmin-(?:oberfläche|panel|tool)\w*|\binterne\w* (?:tools?|werkzeuge?)\b|\boutils? internes?\b|\boutils? d'administration\b|\bpanel de administración\b|\bherramientas internas\b|\bpainel (?:de )?admin\w*|\bferramentas internas\b|\byönetim panel\w*|\biç araç\w*|内部接口|内部api|内部工具|管理后台|社内ツール|管理画面|내부 api|내부 도구|관리자 페이지",
             ),
         ],
     },
@@ -2259,9 +2259,16 @@ pub(crate) struct Lexicon {
     pub antonyms: Vec<(Regex, Regex)>,
     /// A sentence that retires or bans what it names ([`RETIRED`]).
     pub retired: Option<Regex>,
+    /// A Turkish verb negated by its suffix ([`TURKISH_NEGATIVE`]).
+    turkish_negative: Option<Regex>,
     /// How many patterns failed to compile (zero; a test keeps it so).
     pub broken: usize,
 }
+
+/// Turkish verbs negated by their suffix: present (-mıyor), aorist (-maz), necessity (-mamalı),
+/// imperative (-mayın), verbal noun (-mamak), each in both vowel harmonies. "geçmez" and "aşmaz"
+/// ("does not exceed") state a bound, not a ban, and are left to the amounts.
+const TURKISH_NEGATIVE: &str = r"\b\w{2,}(?:m[ıiuü]yor\w*|maz|mez|mazlar|mezler|mamal[ıi]\w*|memeli\w*|may[ıi]n[ıi]z|mey[ıi]n[ıi]z|may[ıi]n|mey[ıi]n|mamak|memek)(?:d[ıi]r|t[ıi]r)?\b";
 
 /// Words that say a thing was given up or is banned as a whole: removed, replaced, shut down,
 /// on the deny list. A sentence with one is firmer evidence against what it names than a
@@ -2391,12 +2398,17 @@ impl Lexicon {
             }
         }
 
+        let turkish_negative = Regex::new(TURKISH_NEGATIVE).ok();
+        if turkish_negative.is_none() {
+            broken += 1;
+        }
         let retired = Regex::new(&ascii_bounds(RETIRED)).ok();
         if retired.is_none() {
             broken += 1;
         }
 
         Lexicon {
+            turkish_negative,
             retired,
             antonyms,
             cues,
@@ -2456,6 +2468,21 @@ impl Lexicon {
                 out.push((s, e, kind));
             }
             at = e.max(s + 1);
+        }
+        // Turkish negates the verb with a suffix ("kullanmıyoruz", "yapılmaz", "kullanmayın"):
+        // the verb is the cue, and what comes before it (the object) is what it is about.
+        if let Some(re) = &self.turkish_negative {
+            for m in re.find_iter(lower) {
+                let w = m.as_str();
+                if !w.starts_with("geçme")
+                    && !w.starts_with("aşma")
+                    && !w.starts_with("aşmı")
+                    && !out.iter().any(|&(a, b, _)| a < m.end() && m.start() < b)
+                {
+                    out.push((m.start(), m.end(), POST_NEG));
+                }
+            }
+            out.sort_by_key(|&(a, _, _)| a);
         }
         out
     }

@@ -1022,3 +1022,18 @@ fn french_ne_que_is_only_and_elisions_are_not_words() {
         assert!(!terms.contains(t), "{t}: {read}");
     }
 }
+
+#[test]
+fn turkish_verbs_negated_by_their_suffix() {
+    // "kullanmıyoruz" (we don't use) and "kullanılmaz" (is not used) negate what comes before
+    // them; a case ending after a name ("Story point'i", "Redis'te") is not part of the name.
+    contradiction(
+        "Geliştirme işlerini planlamada Fibonacci story point ile tahmin ederim.",
+        "Planlamada story point kullanmıyoruz; işleri gün olarak tahmin ederiz.",
+    );
+    let read = explain(&fb("Redis'te TTL'siz anahtar kullanılmaz."));
+    assert!(read.contains("term redis Neg"), "{read}");
+    // "geçmez" (does not exceed) states a bound, not a ban.
+    let bound = explain(&fb("Önbellek anahtarının TTL'i bir saati geçmez."));
+    assert!(!bound.contains(" Neg "), "{bound}");
+}
