@@ -518,7 +518,6 @@ fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
 
-/// Words, code identifiers and CJK pairs of one clause, minus stop words and cue words.
 /// A word without the Turkish case ending its apostrophe sets off ("istio'yu" → "istio").
 fn strip_case_suffix(w: &str) -> Option<&str> {
     let (head, tail) = w.rsplit_once('\'')?;
@@ -536,6 +535,7 @@ const ELIDED: &[&str] = &[
     "dall'", "nell'", "sull'", "all'", "un'", "quest'", "quell'",
 ];
 
+/// Words, code identifiers and CJK pairs of one clause, minus stop words and cue words.
 fn tokenize(
     lex: &Lexicon,
     text: &str,
@@ -654,6 +654,7 @@ fn tokenize(
             .iter()
             .find(|p| lower[a..b].starts_with(*p) && b - a > p.len())
         {
+            // The elisions are ASCII: as many characters as bytes.
             a += p.len();
             ws += p.len();
         }
@@ -1202,10 +1203,8 @@ fn names_tool(text: &str, lower: &str, at: usize, e: usize) -> bool {
     if !matches!(lower.get(at.saturating_sub(3)..at), Some(" in" | "\tin")) {
         return false;
     }
-    let rest = &text[at..e];
-    let mut words = rest.split_whitespace();
     let mut names = 0;
-    for w in words.by_ref() {
+    for w in text[at..e].split_whitespace() {
         let core = w.trim_end_matches(['.', ',', ';', ':', ')', '!']);
         if core.chars().next().is_some_and(char::is_uppercase) && names < 2 {
             names += 1;
