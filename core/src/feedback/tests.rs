@@ -1037,3 +1037,28 @@ fn turkish_verbs_negated_by_their_suffix() {
     let bound = explain(&fb("Önbellek anahtarının TTL'i bir saati geçmez."));
     assert!(!bound.contains(" Neg "), "{bound}");
 }
+
+#[test]
+fn a_negated_bound_is_the_opposite_bound() {
+    // "no function above 3008 MB" is at most 3008 MB: 128 MB keeps to it.
+    assert!(
+        !matches!(
+            verdict(
+                "No Lambda function gets memory above 3008 MB without FinOps approval.",
+                "Every Lambda function gets 128 MB of memory by default.",
+            ),
+            Some((Kind::Contradiction, _))
+        ),
+        "{}",
+        debug(
+            "No Lambda function gets memory above 3008 MB without FinOps approval.",
+            "Every Lambda function gets 128 MB of memory by default."
+        )
+    );
+    // "never below 512 MB" is at least 512 MB: 128 MB breaks it.
+    let r = contradiction(
+        "Lambda functions never get memory below 512 MB.",
+        "Every Lambda function gets 128 MB of memory by default.",
+    );
+    assert!(r.contains("different amounts"), "{r}");
+}
