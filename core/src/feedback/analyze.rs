@@ -5,7 +5,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use super::glossary::Glossary;
 use super::lexicon::{
-    CONDITION_WORDS, CONTEXT_LABELS, Cue, Dir, IMPERATIVE_VERBS, Lexicon, N_SCOPE_DIMS,
+    CONDITION_WORDS, CONTEXT_LABELS, Cue, Dir, ELIDED, IMPERATIVE_VERBS, Lexicon, N_SCOPE_DIMS,
     PLACE_WORDS, Pol, SCOPES,
 };
 use crate::memory::{MemoryDoc, MemoryType};
@@ -528,12 +528,6 @@ fn strip_case_suffix(w: &str) -> Option<&str> {
     ];
     (!head.is_empty() && ending.contains(&tail)).then_some(head)
 }
-
-/// Elided French and Italian words, stripped from the front of the word they lean on.
-const ELIDED: &[&str] = &[
-    "l'", "d'", "j'", "qu'", "n'", "s'", "c'", "m'", "t'", "jusqu'", "lorsqu'", "puisqu'", "dell'",
-    "dall'", "nell'", "sull'", "all'", "un'", "quest'", "quell'",
-];
 
 /// Words, code identifiers and CJK pairs of one clause, minus stop words and cue words.
 fn tokenize(

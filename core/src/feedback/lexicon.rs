@@ -2531,39 +2531,20 @@ fn restricts(rest: &str) -> bool {
     false
 }
 
-/// Whether `head` ends with an elided French or Italian word and its apostrophe ("j'", "qu'",
-/// "dell'") that starts a word.
+/// Elided French and Italian words with their apostrophe: stripped from the front of the word
+/// they lean on (`analyze::tokenize`), and a cue after one still stands ("j'utilise").
+pub(crate) const ELIDED: &[&str] = &[
+    "l'", "d'", "j'", "qu'", "n'", "s'", "c'", "m'", "t'", "jusqu'", "lorsqu'", "puisqu'", "dell'",
+    "dall'", "nell'", "sull'", "all'", "un'", "quest'", "quell'",
+];
+
+/// Whether `head` ends with an elided word of [`ELIDED`] that starts a word ("j'", "qu'",
+/// "dell'").
 fn after_elision(head: &str) -> bool {
-    let Some(word) = head.strip_suffix('\'') else {
-        return false;
-    };
-    let start = word
-        .char_indices()
-        .rev()
-        .find(|&(_, c)| !c.is_alphabetic())
-        .map_or(0, |(i, c)| i + c.len_utf8());
-    matches!(
-        &word[start..],
-        "l" | "d"
-            | "j"
-            | "qu"
-            | "n"
-            | "s"
-            | "c"
-            | "m"
-            | "t"
-            | "jusqu"
-            | "lorsqu"
-            | "puisqu"
-            | "dell"
-            | "dall"
-            | "nell"
-            | "sull"
-            | "all"
-            | "un"
-            | "quest"
-            | "quell"
-    )
+    ELIDED.iter().any(|e| {
+        head.strip_suffix(e)
+            .is_some_and(|rest| !rest.chars().next_back().is_some_and(char::is_alphabetic))
+    })
 }
 
 fn joins_word(c: char) -> bool {

@@ -850,20 +850,11 @@ const AT_LEAST_AFTER: &[&str] = &[
     "이상",
 ];
 
-/// Whether the words of a sentence part before an amount negate the bound that ends them
-/// ("must not go *above* 30", "never *less than* 10"), the bound's own negation ("not more
-/// than", "no less than", "never exceed") aside.
-fn negates_bound(before: &str) -> bool {
+/// Whether words before an amount's bound phrase negate it ("must not go *above* 30", "never
+/// *less than* 10"); the phrase's own negation ("not more than", "never exceed") is the
+/// phrase's, not theirs.
+fn negates_bound(words: &str) -> bool {
     static NEG: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-    let before = before.trim_end_matches([' ', '\u{a0}', '(']);
-    let own = AT_MOST_BEFORE
-        .iter()
-        .chain(AT_LEAST_BEFORE)
-        .filter(|w| before.ends_with(**w))
-        .map(|w| w.len())
-        .max()
-        .unwrap_or(0);
-    let rest = &before[..before.len() - own];
     NEG.get_or_init(|| {
         regex::Regex::new(
             r"(?-u:\b)(?:not|never|no|don't|doesn't|mustn't|shouldn't|can't|cannot|nicht|nie|niemals|keine?n?|ne|jamais|nunca|não|non|mai|niet|nooit|nigdy|inte|aldrig|asla)(?-u:\b)|不|禁止|않|しない|ない",
@@ -871,13 +862,14 @@ fn negates_bound(before: &str) -> bool {
         .ok()
     })
     .as_ref()
-    .is_some_and(|r| r.is_match(rest))
+    .is_some_and(|r| r.is_match(words))
 }
 
-/// The bound the words around an amount give it: `before` is the text before the number,
-/// `after` the text after its unit (both lower-cased). Time given "to" do something is a
-/// deadline ("15 minutes to acknowledge").
-fn bound_of(before: &str, after: &str, timed: bool) -> Bound {
+/// The bound the words around an amount give it: `before` is the text before the number, from
+/// where its sentence part starts at `part`, `after` the text after its unit (both lower-cased).
+/// Time given "to" do something is a deadline ("15 minutes to acknowledge"). A negation in the
+/// part before the bound turns it ("no function above 3008 MB" is at most 3008 MB).
+fn bound_of(before: &str, part: usize, after: &str, timed: bool) -> Bound {
     let before = before.trim_end_matches([' ', '\u{a0}', '(']);
     let after = after.trim_start_matches([' ', '\u{a0}', ')']);
     let ends = |w: &&str| {
@@ -894,7 +886,7 @@ fn bound_of(before: &str, after: &str, timed: bool) -> Bound {
                 .next()
                 .is_none_or(|c| !c.is_alphanumeric() || analyze::is_cjk(c) || analyze::is_hangul(c))
     };
-    if AT_MOST_BEFORE.iter().any(ends)
+    let bound = if AT_MOST_BEFORE.iter().any(ends)
         || AT_MOST_AFTER.iter().any(starts)
         || (timed && starts(&"to"))
     {
@@ -902,7 +894,21 @@ fn bound_of(before: &str, after: &str, timed: bool) -> Bound {
     } else if AT_LEAST_BEFORE.iter().any(ends) || AT_LEAST_AFTER.iter().any(starts) {
         Bound::AtLeast
     } else {
-        Bound::Exact
+        return Bound::Exact;
+    };
+    // The words of the sentence part before the bound phrase (the longest that ends `before`).
+    let phrase = AT_MOST_BEFORE
+        .iter()
+        .chain(AT_LEAST_BEFORE)
+        .filter(|w| ends(w))
+        .map(|w| w.len())
+        .max()
+        .unwrap_or(0);
+    let words = &before[part.min(before.len() - phrase)..before.len() - phrase];
+    match bound {
+        Bound::AtMost if negates_bound(words) => Bound::AtLeast,
+        Bound::AtLeast if negates_bound(words) => Bound::AtMost,
+        _ => bound,
     }
 }
 
@@ -1141,15 +1147,8 @@ pub(crate) fn quantities(x: &Analysis) -> Vec<Quantity> {
             .or_else(setting);
         if let Some(unit) = unit {
             let timed = is_time(&unit);
-            let mut bound = bound_of(&lower[..start], &lower[uend..], timed);
-            // "must not run with a timeout above 30 seconds" is at most 30, not at least.
             let part = clause_around(&x.text, start, uend).0;
-            if bound != Bound::Exact && negates_bound(&lower[part.min(start)..start]) {
-                bound = match bound {
-                    Bound::AtLeast => Bound::AtMost,
-                    _ => Bound::AtLeast,
-                };
-            }
+            let bound = bound_of(&lower[..start], part, &lower[uend..], timed);
             out.push(Quantity {
                 value: v,
                 unit,
