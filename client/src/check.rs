@@ -234,7 +234,7 @@ pub fn check_team_dir(
         })
         .collect();
     // Every team memory against the others, as if pushed in one batch (memsync_core::policy):
-    // two that contradict pass when one supersedes the other.
+    // two that contradict pass when one supersedes the other or declares it `compatible-with:`.
     let all: Vec<(&str, &str)> = team_texts
         .iter()
         .map(|(p, t)| (p.as_str(), t.as_str()))
@@ -243,7 +243,7 @@ pub fn check_team_dir(
         for c in conflicts.into_iter().filter(|c| c.path < c.other) {
             report.problems.push(Problem {
                 message: format!(
-                    "contradicts the team's {} ({}); reconcile them or mark one `supersedes:` the other",
+                    "contradicts the team's {} ({}); reconcile them, mark one `supersedes:` the other, or `compatible-with:` it if both rules hold",
                     c.other, c.reason
                 ),
                 path: c.path,

@@ -7,7 +7,8 @@
 //!   ([`scan_batch`], [`allowlisted`]);
 //! - the on-disk layout: no path may collide with another as file and directory or by letter
 //!   case ([`crate::tree`]);
-//! - feedback consistency between team feedback memories, and `supersedes:` ([`team_feedback`]);
+//! - feedback consistency between team feedback memories, `supersedes:` and `compatible-with:`
+//!   ([`team_feedback`]);
 //! - the mass-delete hold ([`mass_delete`]).
 //!
 //! The server runs them in this order over its stored state; the client runs the same functions
@@ -342,8 +343,8 @@ pub struct FeedbackConflict {
 impl FeedbackConflict {
     pub fn message(&self) -> String {
         format!(
-            "{} contradicts the team's {} ({}); reconcile them, or add `supersedes: {}` to its frontmatter to replace that rule",
-            self.path, self.other, self.reason, self.other
+            "{} contradicts the team's {} ({}); reconcile them, add `supersedes: {}` to its frontmatter to replace that rule, or `compatible-with: {}` if both rules hold",
+            self.path, self.other, self.reason, self.other, self.other
         )
     }
 }
@@ -368,6 +369,11 @@ pub fn is_feedback(text: &str) -> bool {
 /// memory replaces the one it names, which is deleted in the same revision (Ok lists those
 /// paths). A `supersedes:` in a memory the batch does not write changes nothing. Two memories of
 /// one batch that contradict each other pass when either supersedes the other.
+///
+/// `compatible-with: <path>` (one path, or a list) is the pusher's word that a pair the detector
+/// calls a contradiction is not one: the pushed memory passes and both stay. Like
+/// `supersedes:`, it counts only in a memory the batch writes (so it was written against the
+/// rule as it stands), and only for the pairs it names.
 pub fn team_feedback(
     batch: &[(&str, &str)],
     team: &[(&str, &str)],
@@ -379,17 +385,21 @@ pub fn team_feedback(
 struct FeedbackBatch<'a> {
     /// Pushed feedback memories: path, text, `supersedes:`.
     candidates: Vec<(&'a str, &'a str, Option<String>)>,
+    /// The paths each pushed feedback memory names in `compatible-with:`.
+    compatible: BTreeMap<&'a str, Vec<String>>,
     /// Live team feedback the batch does not touch.
     existing: Vec<(&'a str, &'a str)>,
 }
 
 impl<'a> FeedbackBatch<'a> {
     fn of(batch: &[(&'a str, &'a str)], team: &[(&'a str, &'a str)]) -> FeedbackBatch<'a> {
+        let mut compatible = BTreeMap::new();
         let candidates: Vec<(&str, &str, Option<String>)> = batch
             .iter()
             .filter(|(p, _)| counts_as_memory(p))
             .filter_map(|(p, text)| {
                 let doc = feedback_doc(text)?;
+                compatible.insert(*p, paths_named(&doc, "compatible-with"));
                 Some((
                     *p,
                     *text,
@@ -408,8 +418,30 @@ impl<'a> FeedbackBatch<'a> {
         };
         FeedbackBatch {
             candidates,
+            compatible,
             existing,
         }
+    }
+
+    /// Whether pushed memory `a` names `b` in its `compatible-with:`.
+    fn declares_compatible(&self, a: &str, b: &str) -> bool {
+        self.compatible
+            .get(a)
+            .is_some_and(|named| named.iter().any(|p| p == b))
+    }
+}
+
+/// The paths a frontmatter key names: one path as a string, or a list of them (other values name
+/// none).
+fn paths_named(doc: &MemoryDoc, key: &str) -> Vec<String> {
+    match doc.frontmatter().get(key) {
+        Some(serde_json::Value::String(s)) => vec![s.trim().to_owned()],
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .map(|s| s.trim().to_owned())
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -439,7 +471,8 @@ pub fn team_feedback_findings(batch: &[(&str, &str)], team: &[(&str, &str)]) -> 
 }
 
 /// [`team_feedback`]'s decision over given findings (the detector's, or the judge's): each
-/// contradiction refuses the batch unless one of the two supersedes the other.
+/// contradiction refuses the batch unless one of the two supersedes the other or a pushed one
+/// declares the other compatible.
 pub fn team_feedback_decide(
     batch: &[(&str, &str)],
     team: &[(&str, &str)],
@@ -464,6 +497,9 @@ pub fn team_feedback_decide(
             continue;
         }
         if supersedes.get(f.b.as_str()).copied().flatten() == Some(f.a.as_str()) {
+            continue;
+        }
+        if fb.declares_compatible(&f.a, &f.b) || fb.declares_compatible(&f.b, &f.a) {
             continue;
         }
         conflicts.push(FeedbackConflict {
@@ -669,6 +705,51 @@ mod tests {
             "supersedes: spaces.md\n",
         );
         assert!(team_feedback(&[("spaces.md", &unmarked)], &[("tabs.md", &old_marked)]).is_err());
+    }
+
+    #[test]
+    fn compatible_with_lets_a_named_pair_through_and_keeps_both() {
+        let old = mem("tabs", "feedback", "Always indent with tabs.", "");
+        let text = "Never indent with tabs; use spaces.";
+        let declared = mem("spaces", "feedback", text, "compatible-with: tabs.md\n");
+        let listed = mem(
+            "spaces",
+            "feedback",
+            text,
+            "compatible-with: [other.md, tabs.md]\n",
+        );
+        let elsewhere = mem("spaces", "feedback", text, "compatible-with: other.md\n");
+        // Declared (one path or in a list): accepted, and nothing is deleted.
+        for pushed in [&declared, &listed] {
+            assert_eq!(
+                team_feedback(&[("spaces.md", pushed)], &[("tabs.md", &old)]),
+                Ok(vec![])
+            );
+        }
+        // Naming another memory does not let this pair through, and the refusal says how.
+        let refused =
+            team_feedback(&[("spaces.md", &elsewhere)], &[("tabs.md", &old)]).unwrap_err();
+        assert_eq!(refused.len(), 1);
+        assert!(
+            refused[0].message().contains("`compatible-with: tabs.md`"),
+            "{}",
+            refused[0].message()
+        );
+        // A declaration in an unchanged team memory counts for nothing.
+        let old_declared = mem(
+            "tabs",
+            "feedback",
+            "Always indent with tabs.",
+            "compatible-with: spaces.md\n",
+        );
+        let plain = mem("spaces", "feedback", text, "");
+        assert!(team_feedback(&[("spaces.md", &plain)], &[("tabs.md", &old_declared)]).is_err());
+        // Within one batch, either side's declaration covers the pair.
+        assert_eq!(
+            team_feedback(&[("spaces.md", &plain), ("tabs.md", &old_declared)], &[]),
+            Ok(vec![])
+        );
+        assert!(team_feedback(&[("spaces.md", &plain), ("tabs.md", &old)], &[]).is_err());
     }
 
     #[test]

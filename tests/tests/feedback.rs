@@ -1,5 +1,5 @@
 //! Feedback consistency end to end: the server refuses a contradicting team rule unless it
-//! supersedes, `memsync check` and the session hook report private rules that contradict team
+//! supersedes or is declared compatible, `memsync check` and the session hook report private rules that contradict team
 //! ones, and the stateless check leaves no trace.
 
 use memsync_e2e::*;
@@ -80,6 +80,69 @@ async fn a_contradicting_team_rule_is_refused_unless_it_supersedes() {
             .as_str()
             .unwrap()
             .contains("testing.md")
+    );
+}
+
+#[tokio::test]
+async fn a_rule_declared_compatible_lands_beside_the_rule_it_names() {
+    let (server, db) = Server::start().await;
+    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
+    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
+    alice.write("testing.md", &real_db());
+    assert_eq!(alice.run(&["push"]).code, 0);
+
+    // The refusal names both ways past it.
+    let api = server.client(&server.token("alice", &["acme"]));
+    let r = api
+        .push("acme/api", &batch(vec![put("fast.md", &mock_db(""), None)]))
+        .await;
+    assert_eq!(r.code(), "feedback_conflict", "{}", r.text);
+    let message = r.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("`supersedes: testing.md`"), "{message}");
+    assert!(
+        message.contains("`compatible-with: testing.md`"),
+        "{message}"
+    );
+
+    // Declared compatible, the client sends it and the server takes it; both rules stay.
+    alice.write("fast.md", &mock_db("compatible-with: testing.md\n"));
+    let r = alice.run(&["push", "--json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(alice.read("testing.md").is_some());
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM memories WHERE path IN ('fast.md', 'testing.md') AND NOT deleted"
+        )
+        .await,
+        2
+    );
+    // A teammate gets both, and `memsync check` over the team's rules is clean.
+    assert_eq!(bob.run(&["pull"]).code, 0);
+    assert!(bob.read("testing.md").is_some() && bob.read("fast.md").is_some());
+    let r = bob.run(&["check", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+
+    // The declaration covers the pair it names only: a third rule against testing.md is refused.
+    let r = api
+        .push(
+            "acme/api",
+            &batch(vec![put(
+                "mocks.md",
+                &feedback(
+                    "mock-everything",
+                    "mock the database",
+                    "Mock the database in integration tests; never hit a real database.",
+                    "compatible-with: fast.md\n",
+                ),
+                None,
+            )]),
+        )
+        .await;
+    assert_eq!(r.code(), "feedback_conflict", "{}", r.text);
+    assert_eq!(
+        r.body["error"]["details"]["conflicts"][0]["other"],
+        "testing.md"
     );
 }
 
