@@ -3323,6 +3323,11 @@ pub const EXPLAINED: &[(&str, &str, &str)] = &[
     ),
     (
         "de-unit-tests-mock-db.md",
+        "ask-before-migrations.md",
+        "two one-line rules of one domain that share only datenbank and 2% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
+    ),
+    (
+        "de-unit-tests-mock-db.md",
         "store-timestamps-utc.md",
         "two one-line rules of one domain that share only datenbank and 7% of their wording; the model fitted on the development sets relates such pairs for the session-start notice (no contradiction), the corpus labels them unrelated",
     ),

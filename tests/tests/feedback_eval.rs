@@ -1,10 +1,10 @@
 //! The feedback detector on the labelled evaluation sets of `tests/feedback-eval/`
 //! (`memsync_e2e::feedback_eval`). Needs no database.
 //!
-//! The development sets are what the detector is tuned on: `dev`, and `dev2` to `dev11`, which
+//! The development sets are what the detector is tuned on: `dev`, and `dev2` to `dev12`, which
 //! were held-out sets until the round that scored them (a scored set is spent). Their figures
-//! together are held as floors so a change that loses ground shows. `heldout11`, written by
-//! someone who never saw the detector, is scored once, when round eleven of work on the detector
+//! together are held as floors so a change that loses ground shows. `heldout12`, written by
+//! someone who never saw the detector, is scored once, when round twelve of work on the detector
 //! is done (`docs/protocol.md`); its figures are printed, never asserted (a test that failed on
 //! them would invite tuning on them). Scored, it is spent: the next round tunes on it and needs
 //! a fresh held-out set. The same with the optional embedding model: `feedback_model.rs`.
@@ -61,7 +61,7 @@ fn the_sets_pass_the_validator_their_readmes_name() {
         .expect("sets directory")
         .to_path_buf();
     for name in [
-        "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10", "dev11", HELD_OUT,
+        "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev12", HELD_OUT,
     ] {
         let out = std::process::Command::new("python3")
             .arg(root.join("validate.py"))
@@ -105,8 +105,8 @@ fn development_set_figures_hold() {
         );
     }
     println!("{}", all.summary("development sets together"));
-    // Measured when the detector was last tuned, over the eleven sets (precision 0.708, recall
-    // 0.352, reach 0.947, same-subject recall 0.864, 0.85 findings per 100 unrelated pairs, the
+    // Measured when the detector was last tuned, over the twelve sets (precision 0.700, recall
+    // 0.351, reach 0.948, same-subject recall 0.863, 0.85 findings per 100 unrelated pairs, the
     // budget the model relating silent pairs is fitted to); the floors leave room for a few
     // pairs.
     assert!(all.precision() >= 0.69, "precision {:.3}", all.precision());
@@ -128,8 +128,8 @@ fn development_set_figures_hold() {
 fn related_pairs_are_ranked_by_the_model_fitted_on_the_development_sets() {
     let sets: Vec<Ranked> = DEV_SETS.iter().map(|n| Ranked::load(n)).collect();
     let notice = check_ranking(&sets, &memsync_core::feedback::RANK_WORDS);
-    // 0.821 when fitted on the eleven sets (0.821 with each set ranked by a model fitted on the
-    // other ten; 0.78 when pairs were ranked by their closeness alone).
+    // 0.820 when fitted on the twelve sets (0.821 with each set ranked by a model fitted on the
+    // other eleven; 0.78 when pairs were ranked by their closeness alone).
     println!("notice at 8 pairs, mean of the development sets: {notice:.3}");
     assert!(notice >= 0.80, "notice at 8 pairs reaches {notice:.3}");
     // And the model that relates the pairs the words leave silent, with its threshold.

@@ -139,7 +139,7 @@
 //! no words for ("the CLI" vs "services", "server components" vs "client components"), nor
 //! what a rule presupposes beyond a lexicon pick named in passing ("they become the squash
 //! commit subject"). Measured on labelled sets written without seeing it
-//! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout11`; figures
+//! (`tests/feedback-eval/`, `memsync-feedback-eval [--model DIR] --set dev+|heldout12`; figures
 //! in `docs/protocol.md`), it pairs more than nine in ten contradicting memories as one subject
 //! but calls only a fifth to two fifths of them contradictions, and on sets it was not tuned on
 //! a tenth to more than half of its `contradiction` verdicts are wrong. The hand-written
@@ -445,11 +445,11 @@ pub const RANK_FEATURES: usize = 9;
 /// then the intercept. One model for the words alone, one with the meaning's cosine.
 #[doc(hidden)]
 pub const RANK_WORDS: [f32; RANK_FEATURES + 1] = [
-    2.6026, 2.9720, -3.7338, -2.0653, -1.4752, 4.4219, -0.7658, -0.3871, 0.0000, -4.6616,
+    2.9622, 2.9179, -3.9008, -2.0340, -1.4788, 4.4535, -0.7557, -0.3386, 0.0000, -4.8776,
 ];
 #[doc(hidden)]
 pub const RANK_MEANING: [f32; RANK_FEATURES + 1] = [
-    2.5299, 1.8390, -2.6991, -1.3570, -1.0827, 2.6715, -0.6044, -0.0228, 3.6033, -5.8196,
+    2.7722, 1.7979, -2.8064, -1.3432, -1.0774, 2.6458, -0.5851, 0.0079, 3.8759, -6.1383,
 ];
 
 /// Whether a pair the words leave silent is on one subject: a logistic model over
@@ -464,19 +464,20 @@ fn related_by(model: &[f32; RANK_FEATURES + 1], threshold: f32, x: &[f32; RANK_F
 
 #[doc(hidden)]
 pub const RELATE_WORDS: [f32; RANK_FEATURES + 1] = [
-    6.8188, 3.0551, 3.4032, 2.0176, 0.0000, 8.2626, 0.3445, 0.1202, 0.0000, -10.0251,
+    7.2807, 2.9782, 3.5146, 2.2553, 0.0000, 8.4099, 0.3303, 0.1408, 0.0000, -10.1136,
 ];
 #[doc(hidden)]
-pub const RELATE_WORDS_THRESHOLD: f32 = 0.4359;
+pub const RELATE_WORDS_THRESHOLD: f32 = 0.4347;
 #[doc(hidden)]
 pub const RELATE_MEANING: [f32; RANK_FEATURES + 1] = [
-    6.0557, 0.9601, 1.5464, 0.4229, 0.0000, 3.2345, 0.1624, 0.0686, 12.0988, -8.6157,
+    6.4471, 0.8826, 1.2468, 0.6395, 0.0000, 3.6154, 0.2083, 0.0197, 12.0165, -8.6088,
 ];
 #[doc(hidden)]
-pub const RELATE_THRESHOLD: f32 = 0.5296;
+pub const RELATE_THRESHOLD: f32 = 0.5248;
 /// Findings per 100 unrelated pairs the development sets are allowed, words and meaning
 /// together, when the threshold is fitted: room under the budget of 1, since a held-out set
-/// finds more false alarms than the sets it was tuned on (round six: 1.16 against 0.87).
+/// finds more false alarms than the sets it was tuned on (round six: 1.16 against 0.87, round
+/// eleven 1.15 against 0.85).
 #[doc(hidden)]
 pub const RELATE_PER_100: f64 = 0.85;
 

@@ -9,7 +9,7 @@
 //! two rules given on the command line.
 //!
 //! `--set dev+` scores the development sets apart and prints their sum; `--set
-//! dev|dev2|…|dev11|heldout11|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
+//! dev|dev2|…|dev12|heldout12|DIR` scores a labelled set of `tests/feedback-eval/` instead (see
 //! `memsync_e2e::feedback_eval`); `--misses` then lists every wrong in-topic pair and every
 //! cross-topic finding, with the label's reason and the finding's; `--all` lists the right ones too.
 //!
