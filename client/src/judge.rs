@@ -17,6 +17,7 @@ use memsync_core::feedback_judge::{self as fj, Answer, Api, DEFAULT_TIMEOUT};
 use memsync_core::judge_http::{self, Failure};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
+use sha2::Digest;
 use tokio::time::Instant;
 
 use crate::config::Env;
@@ -69,6 +70,8 @@ pub struct Judge {
     model: String,
     headers: HeaderMap,
     timeout: Duration,
+    /// Where its answers are kept for the next check ([`cache_path`]; `None`: not kept).
+    cache: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Judge {
@@ -174,8 +177,81 @@ pub fn resolve(env: &dyn Env) -> Result<Option<Judge>, JudgeConfigError> {
         None => nonempty(env.var(ENV_KEY)),
     };
     Judge::new(api, &url, model, key, timeout)
-        .map(Some)
+        .map(|j| Some(j.with_cache(cache_path(env))))
         .map_err(|why| err(&url_setting, &url_origin, &why))
+}
+
+/// The judge's answers kept for the next check, so that a session start asks only about pairs
+/// it has not answered before: `$XDG_CACHE_HOME/memsync/feedback-judge.json`, else
+/// `$HOME/.cache/memsync/feedback-judge.json`.
+pub fn cache_path(env: &dyn Env) -> Option<PathBuf> {
+    crate::config::xdg(env, "XDG_CACHE_HOME")
+        .or_else(|| crate::config::home(env).map(|h| h.join(".cache")))
+        .map(|d| d.join("memsync").join("feedback-judge.json"))
+}
+
+/// At most this many answers are kept, the most recently used first.
+const CACHE_ENTRIES: usize = 5_000;
+const CACHE_VERSION: u32 = 1;
+
+/// One kept answer: the SHA-256 of what was asked (endpoint, API and the whole request, so a
+/// change to either memory, the model, the detector's verdict or the question asks again), the
+/// verdict and the judge's one-line reason.
+#[derive(serde::Serialize, Deserialize)]
+struct Kept {
+    key: String,
+    verdict: String,
+    reason: String,
+}
+
+#[derive(serde::Serialize, Deserialize)]
+struct KeptFile {
+    version: u32,
+    answers: Vec<Kept>,
+}
+
+/// The kept answers (no file, another version or a damaged file: none; it is only a cache).
+fn load_kept(path: &std::path::Path) -> Vec<Kept> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<KeptFile>(&b).ok())
+        .filter(|f| f.version == CACHE_VERSION)
+        .map(|f| f.answers)
+        .unwrap_or_default()
+}
+
+/// Keeps this check's answers, then the older ones it did not use, up to [`CACHE_ENTRIES`]
+/// (owner-only; a failure to write only costs the next check its questions).
+fn keep(path: &std::path::Path, keys: &[String], answers: &[Option<Answer>], old: Vec<Kept>) {
+    let mut seen = std::collections::HashSet::new();
+    let mut out: Vec<Kept> = keys
+        .iter()
+        .zip(answers)
+        .filter_map(|(key, a)| {
+            let a = a.as_ref()?;
+            seen.insert(key.clone()).then(|| Kept {
+                key: key.clone(),
+                verdict: a.verdict.as_str().to_owned(),
+                reason: a.reason.clone(),
+            })
+        })
+        .collect();
+    if out.is_empty() {
+        return;
+    }
+    out.extend(old.into_iter().filter(|k| !seen.contains(&k.key)));
+    out.truncate(CACHE_ENTRIES);
+    let file = KeptFile {
+        version: CACHE_VERSION,
+        answers: out,
+    };
+    let Ok(bytes) = serde_json::to_vec(&file) else {
+        return;
+    };
+    if std::fs::read(path).is_ok_and(|b| b == bytes) {
+        return;
+    }
+    let _ = crate::atomic::write(path, &bytes, Some(0o600), crate::atomic::Durability::Cache);
 }
 
 impl Judge {
@@ -215,7 +291,26 @@ impl Judge {
             model,
             headers,
             timeout,
+            cache: None,
         })
+    }
+
+    /// Keeps its answers in `path` for the next check (`None`: asks every time).
+    pub fn with_cache(mut self, path: Option<PathBuf>) -> Judge {
+        self.cache = path;
+        self
+    }
+
+    fn key_of(&self, body: &serde_json::Value) -> String {
+        let mut h = sha2::Sha256::new();
+        for part in [self.api.as_str(), "\n", &self.endpoint, "\n"] {
+            h.update(part.as_bytes());
+        }
+        h.update(body.to_string().as_bytes());
+        h.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
     }
 
     pub fn url(&self) -> &str {
@@ -270,17 +365,49 @@ impl Judge {
                 )
             })
             .collect();
-        let results = rt.block_on(self.ask_all(bodies, budget));
-        let failed: Vec<&Failure> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+        // Pairs answered before (the very same request) are not asked again.
+        let keys: Vec<String> = bodies.iter().map(|b| self.key_of(b)).collect();
+        let kept = self.cache.as_deref().map(load_kept).unwrap_or_default();
+        let known: std::collections::HashMap<&str, Answer> = kept
+            .iter()
+            .filter_map(|k| {
+                Some((
+                    k.key.as_str(),
+                    Answer {
+                        verdict: fj::Verdict::parse(&k.verdict)?,
+                        reason: k.reason.clone(),
+                    },
+                ))
+            })
+            .collect();
+        let mut answers: Vec<Option<Answer>> = keys
+            .iter()
+            .map(|k| known.get(k.as_str()).cloned())
+            .collect();
+        let ask: Vec<usize> = (0..bodies.len())
+            .filter(|&i| answers[i].is_none())
+            .collect();
+        let asked = if ask.is_empty() {
+            Vec::new()
+        } else {
+            let to_ask = ask.iter().map(|&i| bodies[i].clone()).collect();
+            rt.block_on(self.ask_all(to_ask, budget))
+        };
+        let failed: Vec<&Failure> = asked.iter().filter_map(|r| r.as_ref().err()).collect();
         let note = failed.first().map(|first| {
             format!(
                 "the feedback judge at {} was unavailable for {} of {} pair(s) ({first}); the detector's verdict stands for those",
                 self.url,
                 failed.len(),
-                results.len()
+                asked.len()
             )
         });
-        let answers: Vec<Option<Answer>> = results.into_iter().map(Result::ok).collect();
+        for (&i, result) in ask.iter().zip(asked.iter()) {
+            answers[i] = result.as_ref().ok().cloned();
+        }
+        if let Some(path) = &self.cache {
+            keep(path, &keys, &answers, kept);
+        }
         (fj::apply(findings, &answers, &self.model), note)
     }
 
@@ -310,6 +437,53 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k: &str| map.get(k).cloned()
+    }
+
+    #[test]
+    fn kept_answers_put_this_checks_first_and_stay_bounded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("memsync").join("feedback-judge.json");
+        let answer = |v: fj::Verdict| {
+            Some(Answer {
+                verdict: v,
+                reason: format!("says {}", v.as_str()),
+            })
+        };
+        let old: Vec<Kept> = (0..CACHE_ENTRIES)
+            .map(|i| Kept {
+                key: format!("old{i}"),
+                verdict: "compatible".into(),
+                reason: "r".into(),
+            })
+            .collect();
+        // Two answers and a failure: the answers lead, the failure is not kept, the oldest go.
+        let keys = ["a".to_owned(), "old7".to_owned(), "c".to_owned()];
+        let answers = [
+            answer(fj::Verdict::Contradiction),
+            answer(fj::Verdict::Unrelated),
+            None,
+        ];
+        keep(&path, &keys, &answers, old);
+        let kept = load_kept(&path);
+        assert_eq!(kept.len(), CACHE_ENTRIES);
+        assert_eq!(
+            (kept[0].key.as_str(), kept[0].verdict.as_str()),
+            ("a", "contradiction")
+        );
+        assert_eq!(
+            (kept[1].key.as_str(), kept[1].verdict.as_str()),
+            ("old7", "unrelated")
+        );
+        assert_eq!(kept.iter().filter(|k| k.key == "old7").count(), 1);
+        assert!(kept.iter().all(|k| k.key != "c"));
+        assert_eq!(kept[2].key, "old0");
+        assert_eq!(
+            kept.last().unwrap().key,
+            format!("old{}", CACHE_ENTRIES - 2)
+        );
+        // Another version of the file is not read.
+        std::fs::write(&path, r#"{"version":0,"answers":[]}"#).unwrap();
+        assert!(load_kept(&path).is_empty());
     }
 
     #[test]

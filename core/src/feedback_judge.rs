@@ -187,7 +187,8 @@ impl Verdict {
         }
     }
 
-    fn parse(s: &str) -> Option<Verdict> {
+    /// A verdict by its name, read leniently (case, spaces and hyphens aside; a few synonyms).
+    pub fn parse(s: &str) -> Option<Verdict> {
         let norm: String = s
             .trim()
             .to_ascii_lowercase()

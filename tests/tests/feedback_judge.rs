@@ -689,6 +689,118 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
     let _ = db;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_users_judge_is_asked_about_a_pair_once() {
+    let (server, _db) = Server::start().await;
+    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
+    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
+    alice.write("testing.md", &real_db());
+    assert_eq!(alice.run(&["push"]).code, 0);
+    assert_eq!(bob.run(&["pull"]).code, 0);
+    assert_eq!(detector(&reset_db(), &real_db()), Some(Kind::Related));
+    std::fs::write(bob.private_dir().join("reset.md"), reset_db()).unwrap();
+    let stand_in = StandIn::start(Mode::Verdict("contradiction")).await;
+    let env = judge_env(&stand_in, "openai", "5000");
+    let verdict = |r: &Run| -> (String, String) {
+        let c = &r.json()["conflicts"][0];
+        (
+            c["kind"].as_str().unwrap_or_default().to_owned(),
+            c["reason"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+
+    let first = bob.run_with(&["check", "--json"], &env);
+    assert_eq!(stand_in.seen().len(), 1);
+    assert_eq!(verdict(&first).0, "contradiction", "{}", first.stdout);
+    // Asked again about the same two texts: the kept answer, and no request.
+    let again = bob.run_with(&["check", "--json"], &env);
+    assert_eq!(stand_in.seen().len(), 1, "the judge was asked twice");
+    assert_eq!(verdict(&again), verdict(&first));
+    // Kept in the user's cache, owner-only, without the key or the memories' text.
+    let kept = bob.home.path().join(".cache/memsync/feedback-judge.json");
+    let text = std::fs::read_to_string(&kept).unwrap();
+    assert!(text.contains("stand-in says contradiction"), "{text}");
+    assert!(
+        !text.contains(KEY) && !text.contains("reset the real database"),
+        "{text}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // The hook uses it too: nothing asked, the same verdict in the notice.
+    stand_in.set(Mode::Status500);
+    let input = json!({ "session_id": "s", "cwd": bob.repo, "hook_event_name": "SessionStart", "source": "startup" });
+    let mut cmd = bob.command(&["hook", "session-start"]);
+    for (k, v) in &env {
+        cmd.env(k, v);
+    }
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let hook: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ctx = hook["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(ctx.contains("stand-in says contradiction"), "{ctx}");
+    assert_eq!(stand_in.seen().len(), 1);
+
+    // A changed memory is a new question: asked, and while the judge fails, the detector decides.
+    let edited = reset_db().replace("before each test", "before each test file");
+    std::fs::write(bob.private_dir().join("reset.md"), &edited).unwrap();
+    let r = bob.run_with(&["check", "--json"], &env);
+    assert_eq!(stand_in.seen().len(), 2);
+    assert_eq!(verdict(&r).0, "related", "{}", r.stdout);
+    assert!(
+        r.stderr.contains("unavailable for 1 of 1 pair(s)"),
+        "{}",
+        r.stderr
+    );
+    // A failure is not kept: the next check asks again and keeps the answer.
+    stand_in.set(Mode::Verdict("compatible"));
+    let r = bob.run_with(&["check", "--json"], &env);
+    assert_eq!(stand_in.seen().len(), 3);
+    assert!(
+        verdict(&r).1.contains("stand-in says compatible"),
+        "{}",
+        r.stdout
+    );
+    let r = bob.run_with(&["check", "--json"], &env);
+    assert_eq!(stand_in.seen().len(), 3);
+    assert!(
+        verdict(&r).1.contains("stand-in says compatible"),
+        "{}",
+        r.stdout
+    );
+    // Another model is another judge: asked afresh.
+    let mut other = env.clone();
+    other.retain(|(k, _)| *k != "MEMSYNC_FEEDBACK_JUDGE_MODEL");
+    other.push(("MEMSYNC_FEEDBACK_JUDGE_MODEL", "stand-in-2"));
+    bob.run_with(&["check", "--json"], &other);
+    assert_eq!(stand_in.seen().len(), 4);
+    // A damaged file is only a lost cache.
+    std::fs::write(&kept, "{not json").unwrap();
+    let r = bob.run_with(&["check", "--json"], &env);
+    assert_eq!(stand_in.seen().len(), 5);
+    assert!(
+        verdict(&r).1.contains("stand-in says compatible"),
+        "{}",
+        r.stdout
+    );
+}
+
 #[tokio::test]
 async fn bad_judge_settings_stop_the_server_naming_the_setting() {
     let db = TestDb::new().await;
