@@ -690,9 +690,17 @@ impl User {
     }
 
     pub fn run_stdin(&self, args: &[&str], stdin: &str) -> Run {
+        self.run_stdin_with(args, stdin, &[])
+    }
+
+    /// [`User::run_stdin`] with extra environment variables.
+    pub fn run_stdin_with(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Run {
         use std::io::Write;
-        let mut child = self
-            .command(args)
+        let mut cmd = self.command(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

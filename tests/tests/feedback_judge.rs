@@ -302,6 +302,12 @@ async fn judged_server(
     (server, db, alice)
 }
 
+/// `memsync hook session-start` for `user`'s clone, with `env` added.
+fn session_start(user: &User, env: &[(&str, &str)]) -> Run {
+    let input = json!({ "session_id": "s", "cwd": user.repo, "hook_event_name": "SessionStart", "source": "startup" });
+    user.run_stdin_with(&["hook", "session-start"], &input.to_string(), env)
+}
+
 fn reason(r: &Resp) -> String {
     r.body["error"]["details"]["conflicts"][0]["reason"]
         .as_str()
@@ -646,36 +652,18 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
 
     // The hook asks the judge too; a push and a pull never send private text to the server.
     let stand_in = StandIn::start(Mode::Verdict("contradiction")).await;
-    let input = json!({ "session_id": "s", "cwd": bob.repo, "hook_event_name": "SessionStart", "source": "startup" });
-    let mut cmd = bob.command(&["hook", "session-start"]);
-    for (k, v) in judge_env(&stand_in, "openai", "2000") {
-        cmd.env(k, v);
-    }
-    use std::io::Write;
-    let mut child = cmd
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let hook: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ctx = hook["hookSpecificOutput"]["additionalContext"]
+    let out = session_start(&bob, &judge_env(&stand_in, "openai", "2000"));
+    assert_eq!(out.code, 0);
+    let ctx = out.json()["hookSpecificOutput"]["additionalContext"]
         .as_str()
-        .unwrap();
+        .unwrap()
+        .to_owned();
     assert!(
         ctx.contains("testing.md") && ctx.contains("reset.md"),
         "{ctx}"
     );
     assert_eq!(stand_in.seen().len(), 1);
-    assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY));
+    assert!(!out.stdout.contains(KEY));
     assert_eq!(
         bob.run_with(&["push"], &judge_env(&stand_in, "openai", "2000"))
             .code,
@@ -731,29 +719,11 @@ async fn the_users_judge_is_asked_about_a_pair_once() {
     );
     // The hook uses it too: nothing asked, the same verdict in the notice.
     stand_in.set(Mode::Status500);
-    let input = json!({ "session_id": "s", "cwd": bob.repo, "hook_event_name": "SessionStart", "source": "startup" });
-    let mut cmd = bob.command(&["hook", "session-start"]);
-    for (k, v) in &env {
-        cmd.env(k, v);
-    }
-    use std::io::Write;
-    let mut child = cmd
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let hook: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ctx = hook["hookSpecificOutput"]["additionalContext"]
+    let out = session_start(&bob, &env);
+    let ctx = out.json()["hookSpecificOutput"]["additionalContext"]
         .as_str()
-        .unwrap();
+        .unwrap()
+        .to_owned();
     assert!(ctx.contains("stand-in says contradiction"), "{ctx}");
     assert_eq!(stand_in.seen().len(), 1);
 
