@@ -302,6 +302,17 @@ async fn judged_server(
     (server, db, alice)
 }
 
+/// A server where alice published `testing.md` (real database) and bob pulled it.
+async fn bob_pulled_the_testing_rule() -> (Server, TestDb, User) {
+    let (server, db) = Server::start().await;
+    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
+    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
+    alice.write("testing.md", &real_db());
+    assert_eq!(alice.run(&["push"]).code, 0);
+    assert_eq!(bob.run(&["pull"]).code, 0);
+    (server, db, bob)
+}
+
 /// `memsync hook session-start` for `user`'s clone, with `env` added.
 fn session_start(user: &User, env: &[(&str, &str)]) -> Run {
     let input = json!({ "session_id": "s", "cwd": user.repo, "hook_event_name": "SessionStart", "source": "startup" });
@@ -552,12 +563,7 @@ async fn a_failing_or_garbled_judge_leaves_the_detectors_verdict() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else() {
-    let (server, db) = Server::start().await;
-    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
-    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
-    alice.write("testing.md", &real_db());
-    assert_eq!(alice.run(&["push"]).code, 0);
-    assert_eq!(bob.run(&["pull"]).code, 0);
+    let (server, db, bob) = bob_pulled_the_testing_rule().await;
     // Bob's private rule, with a marker found nowhere else.
     let marker = "PRIVATE-MARKER-7c41d0";
     let private = feedback_memory(
@@ -679,12 +685,7 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_users_judge_is_asked_about_a_pair_once() {
-    let (server, _db) = Server::start().await;
-    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
-    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
-    alice.write("testing.md", &real_db());
-    assert_eq!(alice.run(&["push"]).code, 0);
-    assert_eq!(bob.run(&["pull"]).code, 0);
+    let (_server, _db, bob) = bob_pulled_the_testing_rule().await;
     assert_eq!(detector(&reset_db(), &real_db()), Some(Kind::Related));
     std::fs::write(bob.private_dir().join("reset.md"), reset_db()).unwrap();
     let stand_in = StandIn::start(Mode::Verdict("contradiction")).await;
@@ -738,37 +739,26 @@ async fn the_users_judge_is_asked_about_a_pair_once() {
         "{}",
         r.stderr
     );
+    // `memsync check` with `env`: the judge has been asked `asked` times in all, and its answer
+    // (kept or new) is compatible.
+    let compatible_after = |env: &[(&str, &str)], asked: usize| {
+        let r = bob.run_with(&["check", "--json"], env);
+        assert_eq!(stand_in.seen().len(), asked, "{}", r.stderr);
+        let reason = verdict(&r).1;
+        assert!(reason.contains("stand-in says compatible"), "{reason}");
+    };
     // A failure is not kept: the next check asks again and keeps the answer.
     stand_in.set(Mode::Verdict("compatible"));
-    let r = bob.run_with(&["check", "--json"], &env);
-    assert_eq!(stand_in.seen().len(), 3);
-    assert!(
-        verdict(&r).1.contains("stand-in says compatible"),
-        "{}",
-        r.stdout
-    );
-    let r = bob.run_with(&["check", "--json"], &env);
-    assert_eq!(stand_in.seen().len(), 3);
-    assert!(
-        verdict(&r).1.contains("stand-in says compatible"),
-        "{}",
-        r.stdout
-    );
+    compatible_after(&env, 3);
+    compatible_after(&env, 3);
     // Another model is another judge: asked afresh.
     let mut other = env.clone();
     other.retain(|(k, _)| *k != "MEMSYNC_FEEDBACK_JUDGE_MODEL");
     other.push(("MEMSYNC_FEEDBACK_JUDGE_MODEL", "stand-in-2"));
-    bob.run_with(&["check", "--json"], &other);
-    assert_eq!(stand_in.seen().len(), 4);
+    compatible_after(&other, 4);
     // A damaged file is only a lost cache.
     std::fs::write(&kept, "{not json").unwrap();
-    let r = bob.run_with(&["check", "--json"], &env);
-    assert_eq!(stand_in.seen().len(), 5);
-    assert!(
-        verdict(&r).1.contains("stand-in says compatible"),
-        "{}",
-        r.stdout
-    );
+    compatible_after(&env, 5);
 }
 
 #[tokio::test]
