@@ -17,7 +17,6 @@ use memsync_core::feedback_judge::{self as fj, Answer, Api, DEFAULT_TIMEOUT};
 use memsync_core::judge_http::{self, Failure};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
-use sha2::Digest;
 use tokio::time::Instant;
 
 use crate::config::Env;
@@ -302,15 +301,7 @@ impl Judge {
     }
 
     fn key_of(&self, body: &serde_json::Value) -> String {
-        let mut h = sha2::Sha256::new();
-        for part in [self.api.as_str(), "\n", &self.endpoint, "\n"] {
-            h.update(part.as_bytes());
-        }
-        h.update(body.to_string().as_bytes());
-        h.finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
+        fj::question_key(self.api, &self.endpoint, body).to_hex()
     }
 
     pub fn url(&self) -> &str {

@@ -274,6 +274,18 @@ fn question(a: &Note<'_>, b: &Note<'_>, finding: &Finding) -> String {
 
 /// The request body asking `model` about the pair `finding` names (`a` and `b` are its two
 /// memories): temperature 0, a small `max_tokens`.
+/// What identifies a question, so that an answer can be kept and reused: the SHA-256 of the
+/// API, the endpoint and the whole request [`request_body`] made (both texts, the model, the
+/// detector's verdict and the instruction). The key is not part of it.
+pub fn question_key(api: Api, endpoint: &str, body: &Value) -> crate::Sha256 {
+    let mut bytes = Vec::with_capacity(4096);
+    for part in [api.as_str(), "\n", endpoint, "\n"] {
+        bytes.extend_from_slice(part.as_bytes());
+    }
+    bytes.extend_from_slice(body.to_string().as_bytes());
+    crate::Sha256::of(&bytes)
+}
+
 pub fn request_body(api: Api, model: &str, a: &Note<'_>, b: &Note<'_>, finding: &Finding) -> Value {
     let user = question(a, b, finding);
     match api {

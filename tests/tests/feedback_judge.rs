@@ -403,14 +403,27 @@ async fn the_servers_team_check_follows_the_judge_both_ways() {
             "{f}"
         );
     }
+    // The same question again gets the kept answer, without a request; another one is asked.
     stand_in.set(Mode::Verdict("unrelated"));
+    let asked = stand_in.seen().len();
     let r = alice
         .post(
             "/v1/projects/acme/api/feedback/check",
             &json!({ "path": "candidate.md", "content": reset_db() }),
         )
         .await;
+    assert_eq!(r.body["findings"][0]["kind"], "related", "{}", r.text);
+    assert_eq!(stand_in.seen().len(), asked);
+    let edited = reset_db().replace("before each test.", "before each test run.");
+    assert_eq!(detector(&edited, &real_db()), Some(Kind::Related));
+    let r = alice
+        .post(
+            "/v1/projects/acme/api/feedback/check",
+            &json!({ "path": "candidate.md", "content": edited }),
+        )
+        .await;
     assert_eq!(r.body["findings"], json!([]), "{}", r.text);
+    assert!(stand_in.seen().len() > asked);
 
     // The key is in no log line.
     assert!(!server.log().contains(KEY));
@@ -439,8 +452,8 @@ async fn memsync_push_defers_to_the_servers_judge() {
         .await,
         1
     );
-    // Asked twice: the client's check of its prediction, then the push.
-    assert_eq!(stand_in.seen().len(), 2, "{:?}", stand_in.seen());
+    // Asked once: by the client's check of its prediction; the push reuses that answer.
+    assert_eq!(stand_in.seen().len(), 1, "{:?}", stand_in.seen());
     // When the judge agrees with the detector, the prediction stands and nothing is sent.
     stand_in.set(Mode::Verdict("contradiction"));
     let other = mock_db().replace("fast-tests", "quick-tests");
@@ -844,8 +857,25 @@ async fn proposals_carry_the_judges_verdict() {
             .starts_with("model judge (stand-in-1): stand-in says compatible"),
         "{stored}"
     );
-    // The reviewer's view asks again, as the team's rules are now.
+    // The reviewer's view compares with the team's rules as they are now. The same question
+    // (the same texts, model and verdict) is not asked again: the answer the push got stands.
     stand_in.set(Mode::Verdict("contradiction"));
+    let d = ann.fetch(&format!("/v1/proposals/{id}")).await;
+    assert_eq!(d.status, 200, "{}", d.text);
+    assert_eq!(d.body["feedback"][0]["kind"], "related", "{}", d.text);
+    assert_eq!(stand_in.seen().len(), 1);
+    // Once the team's rule changes, the view asks about the new pair.
+    let r = ann
+        .push(
+            "acme/api",
+            &batch(vec![put(
+                "testing.md",
+                &real_db().replace("not mocks.", "never mocks."),
+                Some(&memsync_core::Sha256::of(real_db().as_bytes()).to_hex()),
+            )]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
     let d = ann.fetch(&format!("/v1/proposals/{id}")).await;
     assert_eq!(d.status, 200, "{}", d.text);
     let f = &d.body["feedback"][0];

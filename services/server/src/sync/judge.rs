@@ -8,7 +8,8 @@
 //! The judge is installed once per process at start-up ([`install`]), like the extra scanner
 //! rules, and read by every feedback check ([`get`]).
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use memsync_core::feedback::{Finding, Note};
@@ -89,6 +90,40 @@ pub struct FeedbackJudge {
     model: String,
     headers: HeaderMap,
     timeout: Duration,
+    /// Answers already given, by [`fj::question_key`] (with the order they were last used in),
+    /// so that the same question (a proposal viewed again, a push retried) is not asked twice.
+    kept: Mutex<Kept>,
+}
+
+/// At most this many answers are kept per process; when full, the least recently used half goes.
+const KEPT_ANSWERS: usize = 10_000;
+
+#[derive(Default)]
+struct Kept {
+    answers: HashMap<memsync_core::Sha256, (Answer, u64)>,
+    clock: u64,
+}
+
+impl Kept {
+    fn get(&mut self, key: &memsync_core::Sha256) -> Option<Answer> {
+        self.clock += 1;
+        let now = self.clock;
+        self.answers.get_mut(key).map(|(a, used)| {
+            *used = now;
+            a.clone()
+        })
+    }
+
+    fn put(&mut self, key: memsync_core::Sha256, answer: Answer) {
+        if self.answers.len() >= KEPT_ANSWERS && !self.answers.contains_key(&key) {
+            let mut uses: Vec<u64> = self.answers.values().map(|(_, u)| *u).collect();
+            uses.sort_unstable();
+            let cut = uses[uses.len() / 2];
+            self.answers.retain(|_, (_, u)| *u > cut);
+        }
+        self.clock += 1;
+        self.answers.insert(key, (answer, self.clock));
+    }
 }
 
 impl std::fmt::Debug for FeedbackJudge {
@@ -135,6 +170,7 @@ impl FeedbackJudge {
             model,
             headers,
             timeout,
+            kept: Mutex::default(),
         })
     }
 
@@ -182,21 +218,44 @@ impl FeedbackJudge {
                 )
             })
             .collect();
+        // The same question asked before (the same texts, model and verdict) is not asked again.
+        let keys: Vec<memsync_core::Sha256> = bodies
+            .iter()
+            .map(|b| fj::question_key(self.api, &self.endpoint, b))
+            .collect();
+        let mut answers: Vec<Option<Answer>> = {
+            let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+            keys.iter().map(|k| kept.get(k)).collect()
+        };
+        let ask: Vec<usize> = (0..bodies.len())
+            .filter(|&i| answers[i].is_none())
+            .collect();
+        if ask.is_empty() {
+            return answers;
+        }
         let started = Instant::now();
-        let results = self.ask_all(bodies, started + self.timeout).await;
+        let to_ask = ask.iter().map(|&i| bodies[i].clone()).collect();
+        let results = self.ask_all(to_ask, started + self.timeout).await;
         let failed: Vec<&Failure> = results.iter().filter_map(|r| r.as_ref().err()).collect();
         if let Some(first) = failed.first() {
             tracing::warn!(
                 check = what,
                 judge = %self.url,
                 failed = failed.len(),
-                pairs = pairs.len(),
+                pairs = ask.len(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 reason = %first,
                 "feedback judge unavailable for some pairs; the detector's verdict stands for those"
             );
         }
-        results.into_iter().map(Result::ok).collect()
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        for (&i, result) in ask.iter().zip(results) {
+            if let Ok(answer) = result {
+                kept.put(keys[i], answer.clone());
+                answers[i] = Some(answer);
+            }
+        }
+        answers
     }
 
     async fn ask_all(
@@ -233,4 +292,36 @@ pub fn install(judge: Option<FeedbackJudge>) {
 /// The process's judge, if one is configured.
 pub fn get() -> Option<&'static FeedbackJudge> {
     JUDGE.get().and_then(Option::as_ref)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_answers_drop_the_least_recently_used_half_when_full() {
+        let key = |i: usize| memsync_core::Sha256::of(&i.to_le_bytes());
+        let answer = |i: usize| Answer {
+            verdict: fj::Verdict::Compatible,
+            reason: format!("r{i}"),
+        };
+        let mut kept = Kept::default();
+        for i in 0..KEPT_ANSWERS {
+            kept.put(key(i), answer(i));
+        }
+        // Reading the first one makes it recent.
+        assert_eq!(kept.get(&key(0)).unwrap().reason, "r0");
+        kept.put(key(KEPT_ANSWERS), answer(KEPT_ANSWERS));
+        assert!(kept.answers.len() <= KEPT_ANSWERS / 2 + 2);
+        assert!(
+            kept.get(&key(0)).is_some(),
+            "the recently read answer stays"
+        );
+        assert!(
+            kept.get(&key(KEPT_ANSWERS)).is_some(),
+            "the new answer is in"
+        );
+        assert!(kept.get(&key(1)).is_none(), "the least recently used went");
+        assert!(kept.get(&key(KEPT_ANSWERS - 1)).is_some());
+    }
 }
