@@ -375,45 +375,33 @@ impl Judge {
             .iter()
             .map(|k| known.get(k.as_str()).cloned())
             .collect();
-        let ask: Vec<usize> = (0..bodies.len())
-            .filter(|&i| answers[i].is_none())
-            .collect();
-        let asked = if ask.is_empty() {
-            Vec::new()
-        } else {
-            let to_ask = ask.iter().map(|&i| bodies[i].clone()).collect();
-            rt.block_on(self.ask_all(to_ask, budget))
-        };
-        let failed: Vec<&Failure> = asked.iter().filter_map(|r| r.as_ref().err()).collect();
+        let (asked, failed) = rt.block_on(self.ask_unanswered(&bodies, &mut answers, budget));
         let note = failed.first().map(|first| {
             format!(
-                "the feedback judge at {} was unavailable for {} of {} pair(s) ({first}); the detector's verdict stands for those",
+                "the feedback judge at {} was unavailable for {} of {asked} pair(s) ({first}); the detector's verdict stands for those",
                 self.url,
                 failed.len(),
-                asked.len()
             )
         });
-        for (&i, result) in ask.iter().zip(asked.iter()) {
-            answers[i] = result.as_ref().ok().cloned();
-        }
         if let Some(path) = &self.cache {
             keep(path, &keys, &answers, kept);
         }
         (fj::apply(findings, &answers, &self.model), note)
     }
 
-    async fn ask_all(
+    async fn ask_unanswered(
         &self,
-        bodies: Vec<serde_json::Value>,
+        bodies: &[serde_json::Value],
+        answers: &mut [Option<Answer>],
         budget: Duration,
-    ) -> Vec<Result<Answer, Failure>> {
+    ) -> (usize, Vec<Failure>) {
         let endpoint = judge_http::Endpoint {
             http: self.http.clone(),
             api: self.api,
             url: self.endpoint.clone(),
             headers: self.headers.clone(),
         };
-        judge_http::ask_all(&endpoint, bodies, Instant::now() + budget).await
+        judge_http::ask_unanswered(&endpoint, bodies, answers, Instant::now() + budget).await
     }
 }
 

@@ -272,8 +272,6 @@ fn question(a: &Note<'_>, b: &Note<'_>, finding: &Finding) -> String {
     )
 }
 
-/// The request body asking `model` about the pair `finding` names (`a` and `b` are its two
-/// memories): temperature 0, a small `max_tokens`.
 /// What identifies a question, so that an answer can be kept and reused: the SHA-256 of the
 /// API, the endpoint and the whole request [`request_body`] made (both texts, the model, the
 /// detector's verdict and the instruction). The key is not part of it.
@@ -286,6 +284,8 @@ pub fn question_key(api: Api, endpoint: &str, body: &Value) -> crate::Sha256 {
     crate::Sha256::of(&bytes)
 }
 
+/// The request body asking `model` about the pair `finding` names (`a` and `b` are its two
+/// memories): temperature 0, a small `max_tokens`.
 pub fn request_body(api: Api, model: &str, a: &Note<'_>, b: &Note<'_>, finding: &Finding) -> Value {
     let user = question(a, b, finding);
     match api {

@@ -49,7 +49,7 @@ pub struct Endpoint {
 
 /// Asks about every request body; answer `i` is about `bodies[i]`. Ends by `deadline` (plus a
 /// scheduling margin, after which what is left is aborted).
-pub async fn ask_all(
+async fn ask_all(
     endpoint: &Endpoint,
     bodies: Vec<serde_json::Value>,
     deadline: Instant,
@@ -85,6 +85,32 @@ pub async fn ask_all(
     })
     .await;
     out
+}
+
+/// Asks about the bodies that `answers` has no answer for yet (answers kept from before) and
+/// fills in what comes back by `deadline`. Returns how many were asked and why those that got
+/// no usable answer did not.
+pub async fn ask_unanswered(
+    endpoint: &Endpoint,
+    bodies: &[serde_json::Value],
+    answers: &mut [Option<Answer>],
+    deadline: Instant,
+) -> (usize, Vec<Failure>) {
+    let ask: Vec<usize> = (0..bodies.len())
+        .filter(|&i| answers[i].is_none())
+        .collect();
+    if ask.is_empty() {
+        return (0, Vec::new());
+    }
+    let to_ask = ask.iter().map(|&i| bodies[i].clone()).collect();
+    let mut failed = Vec::new();
+    for (&i, result) in ask.iter().zip(ask_all(endpoint, to_ask, deadline).await) {
+        match result {
+            Ok(answer) => answers[i] = Some(answer),
+            Err(why) => failed.push(why),
+        }
+    }
+    (ask.len(), failed)
 }
 
 async fn ask(endpoint: &Endpoint, body: &serde_json::Value) -> Result<Answer, Failure> {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use memsync_core::feedback::{Finding, Note};
 use memsync_core::feedback_judge::{self as fj, Answer, Api};
-use memsync_core::judge_http::{self, Failure};
+use memsync_core::judge_http;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 
@@ -227,49 +227,35 @@ impl FeedbackJudge {
             let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
             keys.iter().map(|k| kept.get(k)).collect()
         };
-        let ask: Vec<usize> = (0..bodies.len())
-            .filter(|&i| answers[i].is_none())
-            .collect();
-        if ask.is_empty() {
-            return answers;
-        }
+        let was_kept: Vec<bool> = answers.iter().map(Option::is_some).collect();
         let started = Instant::now();
-        let to_ask = ask.iter().map(|&i| bodies[i].clone()).collect();
-        let results = self.ask_all(to_ask, started + self.timeout).await;
-        let failed: Vec<&Failure> = results.iter().filter_map(|r| r.as_ref().err()).collect();
-        if let Some(first) = failed.first() {
-            tracing::warn!(
-                check = what,
-                judge = %self.url,
-                failed = failed.len(),
-                pairs = ask.len(),
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                reason = %first,
-                "feedback judge unavailable for some pairs; the detector's verdict stands for those"
-            );
-        }
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        for (&i, result) in ask.iter().zip(results) {
-            if let Ok(answer) = result {
-                kept.put(keys[i], answer.clone());
-                answers[i] = Some(answer);
-            }
-        }
-        answers
-    }
-
-    async fn ask_all(
-        &self,
-        bodies: Vec<serde_json::Value>,
-        deadline: Instant,
-    ) -> Vec<Result<Answer, Failure>> {
         let endpoint = judge_http::Endpoint {
             http: self.http.clone(),
             api: self.api,
             url: self.endpoint.clone(),
             headers: self.headers.clone(),
         };
-        judge_http::ask_all(&endpoint, bodies, deadline).await
+        let (asked, failed) =
+            judge_http::ask_unanswered(&endpoint, &bodies, &mut answers, started + self.timeout)
+                .await;
+        if let Some(first) = failed.first() {
+            tracing::warn!(
+                check = what,
+                judge = %self.url,
+                failed = failed.len(),
+                pairs = asked,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                reason = %first,
+                "feedback judge unavailable for some pairs; the detector's verdict stands for those"
+            );
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        for ((key, answer), was_kept) in keys.iter().zip(&answers).zip(was_kept) {
+            if let (Some(answer), false) = (answer, was_kept) {
+                kept.put(*key, answer.clone());
+            }
+        }
+        answers
     }
 }
 
