@@ -298,6 +298,24 @@ impl MemoryDoc {
         self.frontmatter.get(key).and_then(Value::as_str)
     }
 
+    /// The paths a top-level key names (`supersedes`, `compatible-with`): one path as a string,
+    /// or a list of them, trimmed; none when the key is absent or empty. `None` when it holds
+    /// something else (a number, a mapping).
+    pub fn get_paths(&self, key: &str) -> Option<Vec<String>> {
+        match self.frontmatter.get(key) {
+            None | Some(Value::Null) => Some(Vec::new()),
+            Some(Value::String(s)) => Some(vec![s.trim().to_owned()]),
+            Some(Value::Array(items)) => Some(
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| s.trim().to_owned())
+                    .collect(),
+            ),
+            Some(_) => None,
+        }
+    }
+
     /// The whole frontmatter as a generic mapping (unknown keys included).
     pub fn frontmatter(&self) -> &Map<String, Value> {
         &self.frontmatter

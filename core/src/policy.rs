@@ -399,7 +399,7 @@ impl<'a> FeedbackBatch<'a> {
             .filter(|(p, _)| counts_as_memory(p))
             .filter_map(|(p, text)| {
                 let doc = feedback_doc(text)?;
-                compatible.insert(*p, paths_named(&doc, "compatible-with"));
+                compatible.insert(*p, doc.get_paths("compatible-with").unwrap_or_default());
                 Some((
                     *p,
                     *text,
@@ -428,20 +428,6 @@ impl<'a> FeedbackBatch<'a> {
         self.compatible
             .get(a)
             .is_some_and(|named| named.iter().any(|p| p == b))
-    }
-}
-
-/// The paths a frontmatter key names: one path as a string, or a list of them (other values name
-/// none).
-fn paths_named(doc: &MemoryDoc, key: &str) -> Vec<String> {
-    match doc.frontmatter().get(key) {
-        Some(serde_json::Value::String(s)) => vec![s.trim().to_owned()],
-        Some(serde_json::Value::Array(items)) => items
-            .iter()
-            .filter_map(serde_json::Value::as_str)
-            .map(|s| s.trim().to_owned())
-            .collect(),
-        _ => Vec::new(),
     }
 }
 

@@ -9,20 +9,9 @@ use serde_json::Value;
 /// string (the form the feedback check honours), several as a flow list.
 pub fn with_supersedes(text: &str, paths: &[String]) -> Result<String, String> {
     let doc = MemoryDoc::parse(text).map_err(|p| p.to_string())?;
-    let mut all: Vec<String> = match doc.frontmatter().get("supersedes") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(s)) => vec![s.trim().to_owned()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(|s| s.trim().to_owned())
-            .collect(),
-        Some(_) => {
-            return Err(
-                "its frontmatter's `supersedes:` is neither a path nor a list of paths".into(),
-            );
-        }
-    };
+    let mut all = doc.get_paths("supersedes").ok_or_else(|| {
+        "its frontmatter's `supersedes:` is neither a path nor a list of paths".to_owned()
+    })?;
     for p in paths {
         if !all.contains(p) {
             all.push(p.clone());
