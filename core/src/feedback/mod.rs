@@ -887,24 +887,18 @@ fn bound_of(before: &str, part: usize, after: &str, timed: bool) -> Bound {
                 .next()
                 .is_none_or(|c| !c.is_alphanumeric() || analyze::is_cjk(c) || analyze::is_hangul(c))
     };
-    let bound = if AT_MOST_BEFORE.iter().any(ends)
-        || AT_MOST_AFTER.iter().any(starts)
-        || (timed && starts(&"to"))
-    {
+    // The length of the longest bound phrase of `list` that ends `before`.
+    let longest = |list: &[&str]| list.iter().filter(|w| ends(w)).map(|w| w.len()).max();
+    let (most, least) = (longest(AT_MOST_BEFORE), longest(AT_LEAST_BEFORE));
+    let bound = if most.is_some() || AT_MOST_AFTER.iter().any(starts) || (timed && starts(&"to")) {
         Bound::AtMost
-    } else if AT_LEAST_BEFORE.iter().any(ends) || AT_LEAST_AFTER.iter().any(starts) {
+    } else if least.is_some() || AT_LEAST_AFTER.iter().any(starts) {
         Bound::AtLeast
     } else {
         return Bound::Exact;
     };
-    // The words of the sentence part before the bound phrase (the longest that ends `before`).
-    let phrase = AT_MOST_BEFORE
-        .iter()
-        .chain(AT_LEAST_BEFORE)
-        .filter(|w| ends(w))
-        .map(|w| w.len())
-        .max()
-        .unwrap_or(0);
+    // The words of the sentence part before the bound phrase.
+    let phrase = most.max(least).unwrap_or(0);
     let words = &before[part.min(before.len() - phrase)..before.len() - phrase];
     match bound {
         Bound::AtMost if negates_bound(words) => Bound::AtLeast,
