@@ -8,6 +8,7 @@ pub mod agents;
 pub mod corpus;
 pub mod feedback_corpus;
 pub mod feedback_eval;
+pub mod feedback_fixtures;
 pub mod idp;
 pub mod spec;
 pub mod webdriver;
@@ -691,6 +692,13 @@ impl User {
 
     pub fn run_stdin(&self, args: &[&str], stdin: &str) -> Run {
         self.run_stdin_with(args, stdin, &[])
+    }
+
+    /// `memsync hook session-start` as Claude Code runs it at a session's start in this user's
+    /// clone (the hook's JSON on stdin), with `env` added.
+    pub fn session_start(&self, env: &[(&str, &str)]) -> Run {
+        let input = serde_json::json!({ "session_id": "s", "cwd": self.repo, "hook_event_name": "SessionStart", "source": "startup" });
+        self.run_stdin_with(&["hook", "session-start"], &input.to_string(), env)
     }
 
     /// [`User::run_stdin`] with extra environment variables.

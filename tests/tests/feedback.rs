@@ -2,34 +2,9 @@
 //! supersedes or is declared compatible, `memsync check` and the session hook report private rules that contradict team
 //! ones, and the stateless check leaves no trace.
 
+use memsync_e2e::feedback_fixtures::*;
 use memsync_e2e::*;
 use serde_json::json;
-
-const ORIGIN: &str = "git@github.com:acme/api.git";
-
-fn feedback(name: &str, description: &str, rule: &str, extra: &str) -> String {
-    format!(
-        "---\nname: {name}\ndescription: {description}\ntype: feedback\n{extra}---\n{rule}\n\n**Why:** it bit us before.\n**How to apply:** every change under tests/.\n"
-    )
-}
-
-fn real_db() -> String {
-    feedback(
-        "testing-policy",
-        "integration tests hit a real database",
-        "Integration tests must hit a real database, not mocks.",
-        "",
-    )
-}
-
-fn mock_db(extra: &str) -> String {
-    feedback(
-        "fast-tests",
-        "mock the database in integration tests",
-        "Mock the database in integration tests so they run fast.",
-        extra,
-    )
-}
 
 #[tokio::test]
 async fn a_contradicting_team_rule_is_refused_unless_it_supersedes() {
@@ -129,7 +104,7 @@ async fn a_rule_declared_compatible_lands_beside_the_rule_it_names() {
             "acme/api",
             &batch(vec![put(
                 "mocks.md",
-                &feedback(
+                &feedback_memory(
                     "mock-everything",
                     "mock the database",
                     "Mock the database in integration tests; never hit a real database.",
@@ -148,12 +123,7 @@ async fn a_rule_declared_compatible_lands_beside_the_rule_it_names() {
 
 #[tokio::test]
 async fn superseded_rules_disappear_for_everyone_and_private_conflicts_are_reported() {
-    let (server, db) = Server::start().await;
-    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
-    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
-    alice.write("testing.md", &real_db());
-    assert_eq!(alice.run(&["push"]).code, 0);
-    assert_eq!(bob.run(&["pull"]).code, 0);
+    let (_server, db, alice, bob) = bob_pulled_the_testing_rule().await;
 
     // Bob keeps a private rule that contradicts the team's.
     let private = bob.private_dir();
@@ -169,8 +139,7 @@ async fn superseded_rules_disappear_for_everyone_and_private_conflicts_are_repor
         r.stdout
     );
     // The session hook tells the agent which rule wins.
-    let input = json!({ "session_id": "s", "cwd": bob.repo, "hook_event_name": "SessionStart", "source": "startup" });
-    let r = bob.run_stdin(&["hook", "session-start"], &input.to_string());
+    let r = bob.session_start(&[]);
     let ctx = r.json()["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap()
@@ -232,7 +201,7 @@ async fn the_stateless_check_leaves_no_trace() {
     );
     let before = count(&db, "SELECT count(*) FROM audit_log").await;
     let canary = format!("CANARY{}", uuid::Uuid::new_v4().simple());
-    let candidate = feedback(
+    let candidate = feedback_memory(
         "fast-tests",
         "mock the database in integration tests",
         &format!("Mock the database in integration tests so they run fast. {canary}"),
@@ -299,8 +268,7 @@ async fn same_subject_pairs_are_listed_for_the_agent_at_session_start() {
     assert_eq!(pair["kind"], "related", "{}", r.stdout);
     assert!(pair["likelihood"].as_u64().unwrap() < 1000);
 
-    let input = json!({ "session_id": "s", "cwd": bob.repo, "hook_event_name": "SessionStart", "source": "startup" });
-    let r = bob.run_stdin(&["hook", "session-start"], &input.to_string());
+    let r = bob.session_start(&[]);
     let ctx = r.json()["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap()

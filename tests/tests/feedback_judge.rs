@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memsync_core::feedback::{self, Kind, Note};
+use memsync_e2e::feedback_fixtures::*;
 use memsync_e2e::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-const ORIGIN: &str = "git@github.com:acme/api.git";
 const KEY: &str = "sk-judge-test-5f1c9e27b3";
 
 /// What the stand-in answers.
@@ -215,41 +215,6 @@ async fn serve(
     }
 }
 
-fn feedback_memory(name: &str, description: &str, rule: &str, extra: &str) -> String {
-    format!(
-        "---\nname: {name}\ndescription: {description}\ntype: feedback\n{extra}---\n{rule}\n\n**Why:** it bit us before.\n**How to apply:** every change under tests/.\n"
-    )
-}
-
-fn real_db() -> String {
-    feedback_memory(
-        "testing-policy",
-        "integration tests hit a real database",
-        "Integration tests must hit a real database, not mocks.",
-        "",
-    )
-}
-
-/// What the detector calls a contradiction of [`real_db`].
-fn mock_db() -> String {
-    feedback_memory(
-        "fast-tests",
-        "mock the database in integration tests",
-        "Mock the database in integration tests so they run fast.",
-        "",
-    )
-}
-
-/// What the detector calls related to [`real_db`] (no opposing directives).
-fn reset_db() -> String {
-    feedback_memory(
-        "db-reset",
-        "integration tests reset the real database",
-        "Integration tests must reset the real database before each test.",
-        "",
-    )
-}
-
 /// The detector's own verdict on a pair, so that each test starts from what it claims.
 fn detector(a: &str, b: &str) -> Option<Kind> {
     feedback::compare(
@@ -302,23 +267,6 @@ async fn judged_server(
     (server, db, alice)
 }
 
-/// A server where alice published `testing.md` (real database) and bob pulled it.
-async fn bob_pulled_the_testing_rule() -> (Server, TestDb, User) {
-    let (server, db) = Server::start().await;
-    let alice = User::new(&server, "alice", &["acme"], ORIGIN);
-    let bob = User::new(&server, "bob", &["acme"], ORIGIN);
-    alice.write("testing.md", &real_db());
-    assert_eq!(alice.run(&["push"]).code, 0);
-    assert_eq!(bob.run(&["pull"]).code, 0);
-    (server, db, bob)
-}
-
-/// `memsync hook session-start` for `user`'s clone, with `env` added.
-fn session_start(user: &User, env: &[(&str, &str)]) -> Run {
-    let input = json!({ "session_id": "s", "cwd": user.repo, "hook_event_name": "SessionStart", "source": "startup" });
-    user.run_stdin_with(&["hook", "session-start"], &input.to_string(), env)
-}
-
 fn reason(r: &Resp) -> String {
     r.body["error"]["details"]["conflicts"][0]["reason"]
         .as_str()
@@ -329,7 +277,10 @@ fn reason(r: &Resp) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_servers_team_check_follows_the_judge_both_ways() {
     assert_eq!(detector(&reset_db(), &real_db()), Some(Kind::Related));
-    assert_eq!(detector(&mock_db(), &real_db()), Some(Kind::Contradiction));
+    assert_eq!(
+        detector(&mock_db(""), &real_db()),
+        Some(Kind::Contradiction)
+    );
     let stand_in = StandIn::start(Mode::Verdict("contradiction")).await;
     let (server, db, alice) = judged_server(&stand_in, "openai", "5000").await;
 
@@ -370,7 +321,7 @@ async fn the_servers_team_check_follows_the_judge_both_ways() {
     // The detector refuses this one; the judge calls it compatible: published.
     stand_in.set(Mode::Verdict("compatible"));
     let r = alice
-        .push("acme/api", &batch(vec![put("fast.md", &mock_db(), None)]))
+        .push("acme/api", &batch(vec![put("fast.md", &mock_db(""), None)]))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
@@ -441,7 +392,7 @@ async fn memsync_push_defers_to_the_servers_judge() {
     alice.write("testing.md", &real_db());
     assert_eq!(alice.run(&["push"]).code, 0);
     // The client's detector predicts a refusal; the server's judge says compatible: it lands.
-    alice.write("fast.md", &mock_db());
+    alice.write("fast.md", &mock_db(""));
     let r = alice.run(&["push", "--json"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(
@@ -456,7 +407,7 @@ async fn memsync_push_defers_to_the_servers_judge() {
     assert_eq!(stand_in.seen().len(), 1, "{:?}", stand_in.seen());
     // When the judge agrees with the detector, the prediction stands and nothing is sent.
     stand_in.set(Mode::Verdict("contradiction"));
-    let other = mock_db().replace("fast-tests", "quick-tests");
+    let other = mock_db("").replace("fast-tests", "quick-tests");
     alice.write("quick.md", &other);
     let r = alice.run(&["push", "--json"]);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
@@ -472,7 +423,7 @@ async fn the_anthropic_shape_works_too() {
     let stand_in = StandIn::start(Mode::Verdict("compatible")).await;
     let (_server, _db, alice) = judged_server(&stand_in, "anthropic", "5000").await;
     let r = alice
-        .push("acme/api", &batch(vec![put("fast.md", &mock_db(), None)]))
+        .push("acme/api", &batch(vec![put("fast.md", &mock_db(""), None)]))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     let seen = stand_in.seen();
@@ -497,7 +448,7 @@ async fn a_slow_judge_costs_a_push_its_deadline_and_no_more() {
     let (server, _db, alice) = judged_server(&stand_in, "openai", "1000").await;
     let started = Instant::now();
     let r = alice
-        .push("acme/api", &batch(vec![put("fast.md", &mock_db(), None)]))
+        .push("acme/api", &batch(vec![put("fast.md", &mock_db(""), None)]))
         .await;
     let took = started.elapsed();
     eprintln!("push with a judge sleeping past its 1000 ms deadline took {took:?}");
@@ -538,7 +489,7 @@ async fn a_failing_or_garbled_judge_leaves_the_detectors_verdict() {
         stand_in.set(mode.clone());
         stand_in.clear();
         let r = alice
-            .push("acme/api", &batch(vec![put("fast.md", &mock_db(), None)]))
+            .push("acme/api", &batch(vec![put("fast.md", &mock_db(""), None)]))
             .await;
         assert_eq!(
             (r.status, r.code()),
@@ -576,7 +527,7 @@ async fn a_failing_or_garbled_judge_leaves_the_detectors_verdict() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else() {
-    let (server, db, bob) = bob_pulled_the_testing_rule().await;
+    let (server, db, _alice, bob) = bob_pulled_the_testing_rule().await;
     // Bob's private rule, with a marker found nowhere else.
     let marker = "PRIVATE-MARKER-7c41d0";
     let private = feedback_memory(
@@ -671,7 +622,7 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
 
     // The hook asks the judge too; a push and a pull never send private text to the server.
     let stand_in = StandIn::start(Mode::Verdict("contradiction")).await;
-    let out = session_start(&bob, &judge_env(&stand_in, "openai", "2000"));
+    let out = bob.session_start(&judge_env(&stand_in, "openai", "2000"));
     assert_eq!(out.code, 0);
     let ctx = out.json()["hookSpecificOutput"]["additionalContext"]
         .as_str()
@@ -698,7 +649,7 @@ async fn memsync_check_asks_the_users_judge_and_private_text_goes_nowhere_else()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_users_judge_is_asked_about_a_pair_once() {
-    let (_server, _db, bob) = bob_pulled_the_testing_rule().await;
+    let (_server, _db, _alice, bob) = bob_pulled_the_testing_rule().await;
     assert_eq!(detector(&reset_db(), &real_db()), Some(Kind::Related));
     std::fs::write(bob.private_dir().join("reset.md"), reset_db()).unwrap();
     let stand_in = StandIn::start(Mode::Verdict("contradiction")).await;
@@ -733,7 +684,7 @@ async fn the_users_judge_is_asked_about_a_pair_once() {
     );
     // The hook uses it too: nothing asked, the same verdict in the notice.
     stand_in.set(Mode::Status500);
-    let out = session_start(&bob, &env);
+    let out = bob.session_start(&env);
     let ctx = out.json()["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap()
@@ -836,7 +787,7 @@ async fn proposals_carry_the_judges_verdict() {
     // A member's contradicting rule becomes a proposal; the judge was asked before the lock and
     // its verdict is what the proposal stores.
     let r = bob
-        .push("acme/api", &batch(vec![put("fast.md", &mock_db(), None)]))
+        .push("acme/api", &batch(vec![put("fast.md", &mock_db(""), None)]))
         .await;
     assert_eq!(r.status, 202, "{}", r.text);
     let id = r.body["proposed"][0]["id"].as_i64().unwrap();
