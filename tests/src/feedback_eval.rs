@@ -406,7 +406,8 @@ pub const DEV_SETS: [&str; 12] = [
     "dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10", "dev11",
     "dev12",
 ];
-/// The held-out set, scored once when a round of work on the detector is done.
+/// The held-out set: scored once, in round twelve (spent; the next round that changes the
+/// detector tunes on it and needs a fresh one).
 pub const HELD_OUT: &str = "heldout12";
 
 /// The directory of a set shipped with the tests (`dev` to `dev12`, `heldout12`).

@@ -4,10 +4,10 @@
 //! The development sets are what the detector is tuned on: `dev`, and `dev2` to `dev12`, which
 //! were held-out sets until the round that scored them (a scored set is spent). Their figures
 //! together are held as floors so a change that loses ground shows. `heldout12`, written by
-//! someone who never saw the detector, is scored once, when round twelve of work on the detector
-//! is done (`docs/protocol.md`); its figures are printed, never asserted (a test that failed on
-//! them would invite tuning on them). Scored, it is spent: the next round tunes on it and needs
-//! a fresh held-out set. The same with the optional embedding model: `feedback_model.rs`.
+//! someone who never saw the detector, was scored once in round twelve (`docs/protocol.md`); its
+//! figures are printed, never asserted (a test that failed on them would invite tuning on them).
+//! Scored, it is spent: the next round that changes the detector tunes on it and needs a fresh
+//! held-out set. The same with the optional embedding model: `feedback_model.rs`.
 
 use memsync_e2e::feedback_eval::{
     DEV_SETS, EvalSet, HELD_OUT, Label, Ranked, Score, check_ranking, check_relate, set_dir,
