@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use memsync_core::feedback::{Finding, Note};
 use memsync_core::feedback_judge::{self as fj, Answer, Api, DEFAULT_TIMEOUT};
-use memsync_core::judge_http::{self, Failure};
+use memsync_core::judge_http;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use tokio::time::Instant;
@@ -62,12 +62,10 @@ pub fn user_config_path(env: &dyn Env) -> Option<PathBuf> {
 
 /// A judge configured on this machine.
 pub struct Judge {
-    http: reqwest::Client,
-    api: Api,
+    /// Where requests go, built once: HTTP client, API, full URL, headers.
+    endpoint: judge_http::Endpoint,
     url: String,
-    endpoint: String,
     model: String,
-    headers: HeaderMap,
     timeout: Duration,
     /// Where its answers are kept for the next check ([`cache_path`]; `None`: not kept).
     cache: Option<PathBuf>,
@@ -76,7 +74,7 @@ pub struct Judge {
 impl std::fmt::Debug for Judge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Judge")
-            .field("api", &self.api)
+            .field("api", &self.endpoint.api)
             .field("url", &self.url)
             .field("model", &self.model)
             .field("timeout", &self.timeout)
@@ -283,12 +281,14 @@ impl Judge {
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(Judge {
-            http,
-            api,
-            endpoint: api.endpoint(url),
+            endpoint: judge_http::Endpoint {
+                http,
+                api,
+                url: api.endpoint(url),
+                headers,
+            },
             url: url.to_owned(),
             model,
-            headers,
             timeout,
             cache: None,
         })
@@ -301,7 +301,7 @@ impl Judge {
     }
 
     fn key_of(&self, body: &serde_json::Value) -> String {
-        fj::question_key(self.api, &self.endpoint, body).to_hex()
+        fj::question_key(self.endpoint.api, &self.endpoint.url, body).to_hex()
     }
 
     pub fn url(&self) -> &str {
@@ -342,7 +342,7 @@ impl Judge {
             .map(|f| {
                 let (a, b) = texts(f);
                 fj::request_body(
-                    self.api,
+                    self.endpoint.api,
                     &self.model,
                     &Note {
                         path: &f.a,
@@ -375,7 +375,12 @@ impl Judge {
             .iter()
             .map(|k| known.get(k.as_str()).cloned())
             .collect();
-        let (asked, failed) = rt.block_on(self.ask_unanswered(&bodies, &mut answers, budget));
+        let (asked, failed) = rt.block_on(judge_http::ask_unanswered(
+            &self.endpoint,
+            &bodies,
+            &mut answers,
+            Instant::now() + budget,
+        ));
         let note = failed.first().map(|first| {
             format!(
                 "the feedback judge at {} was unavailable for {} of {asked} pair(s) ({first}); the detector's verdict stands for those",
@@ -387,21 +392,6 @@ impl Judge {
             keep(path, &keys, &answers, kept);
         }
         (fj::apply(findings, &answers, &self.model), note)
-    }
-
-    async fn ask_unanswered(
-        &self,
-        bodies: &[serde_json::Value],
-        answers: &mut [Option<Answer>],
-        budget: Duration,
-    ) -> (usize, Vec<Failure>) {
-        let endpoint = judge_http::Endpoint {
-            http: self.http.clone(),
-            api: self.api,
-            url: self.endpoint.clone(),
-            headers: self.headers.clone(),
-        };
-        judge_http::ask_unanswered(&endpoint, bodies, answers, Instant::now() + budget).await
     }
 }
 
@@ -482,7 +472,7 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(j.url(), "http://127.0.0.1:9/v1");
-        assert_eq!(j.endpoint, "http://127.0.0.1:9/v1/messages");
+        assert_eq!(j.endpoint.url, "http://127.0.0.1:9/v1/messages");
         assert_eq!(j.timeout(), Duration::from_millis(1500));
         assert!(!format!("{j:?}").contains("sk-secret-1"));
 

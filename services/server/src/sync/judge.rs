@@ -83,12 +83,10 @@ impl JudgeArgs {
 
 /// A configured judge: where it is, what it speaks, its deadline.
 pub struct FeedbackJudge {
-    http: reqwest::Client,
-    api: Api,
+    /// Where requests go, built once: HTTP client, API, full URL, headers.
+    endpoint: judge_http::Endpoint,
     url: String,
-    endpoint: String,
     model: String,
-    headers: HeaderMap,
     timeout: Duration,
     /// Answers already given, by [`fj::question_key`] (with the order they were last used in),
     /// so that the same question (a proposal viewed again, a push retried) is not asked twice.
@@ -129,7 +127,7 @@ impl Kept {
 impl std::fmt::Debug for FeedbackJudge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FeedbackJudge")
-            .field("api", &self.api)
+            .field("api", &self.endpoint.api)
             .field("url", &self.url)
             .field("model", &self.model)
             .field("timeout", &self.timeout)
@@ -163,12 +161,14 @@ impl FeedbackJudge {
             .build()
             .map_err(|e| format!("cannot build the feedback judge's HTTP client: {e}"))?;
         Ok(FeedbackJudge {
-            http,
-            api,
-            endpoint: api.endpoint(url),
+            endpoint: judge_http::Endpoint {
+                http,
+                api,
+                url: api.endpoint(url),
+                headers,
+            },
             url: url.to_owned(),
             model,
-            headers,
             timeout,
             kept: Mutex::default(),
         })
@@ -179,7 +179,7 @@ impl FeedbackJudge {
     }
 
     pub fn api(&self) -> Api {
-        self.api
+        self.endpoint.api
     }
 
     pub fn model(&self) -> &str {
@@ -204,7 +204,7 @@ impl FeedbackJudge {
             .iter()
             .map(|(f, a, b)| {
                 fj::request_body(
-                    self.api,
+                    self.endpoint.api,
                     &self.model,
                     &Note {
                         path: &f.a,
@@ -221,7 +221,7 @@ impl FeedbackJudge {
         // The same question asked before (the same texts, model and verdict) is not asked again.
         let keys: Vec<memsync_core::Sha256> = bodies
             .iter()
-            .map(|b| fj::question_key(self.api, &self.endpoint, b))
+            .map(|b| fj::question_key(self.endpoint.api, &self.endpoint.url, b))
             .collect();
         let mut answers: Vec<Option<Answer>> = {
             let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
@@ -229,15 +229,13 @@ impl FeedbackJudge {
         };
         let was_kept: Vec<bool> = answers.iter().map(Option::is_some).collect();
         let started = Instant::now();
-        let endpoint = judge_http::Endpoint {
-            http: self.http.clone(),
-            api: self.api,
-            url: self.endpoint.clone(),
-            headers: self.headers.clone(),
-        };
-        let (asked, failed) =
-            judge_http::ask_unanswered(&endpoint, &bodies, &mut answers, started + self.timeout)
-                .await;
+        let (asked, failed) = judge_http::ask_unanswered(
+            &self.endpoint,
+            &bodies,
+            &mut answers,
+            started + self.timeout,
+        )
+        .await;
         if let Some(first) = failed.first() {
             tracing::warn!(
                 check = what,
@@ -266,7 +264,7 @@ pub fn install(judge: Option<FeedbackJudge>) {
     if let Some(j) = &judge {
         tracing::info!(
             judge = %j.url,
-            api = %j.api,
+            api = %j.endpoint.api,
             model = %j.model,
             timeout_ms = j.timeout.as_millis() as u64,
             "feedback judge configured"
